@@ -19,12 +19,21 @@ emulator's pods rely on (enabled with --nodes; see tests/kube/README.md):
   container mounts a projected `kube-api-access-*` volume at
   /var/run/secrets/kubernetes.io/serviceaccount: token, ca.crt (from the namespace's
   kube-root-ca.crt ConfigMap) and namespace.
+
+And one a kube-apiserver runs only when enabled, as OpenShift's does, with
+--enable-admission-plugins=OwnerReferencesPermissionEnforcement (with or without --nodes):
+
+- OwnerReferencesPermissionEnforcement: an object created with an owner reference whose
+  blockOwnerDeletion is true is refused (403) unless its creator may `update` the owner's
+  `finalizers` subresource, as RBAC judges it; the check is recorded as a request of
+  the creator's. (The real plugin judges updates that change owner references too, and
+  asks them for `delete` on the object; the stand-in runs admission on creates alone.)
 """
 
 import random
 import string
 
-from . import errors
+from . import errors, rbac
 from .tokens import POD_TOKEN_EXPIRATION_SECONDS
 
 SA_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -147,4 +156,35 @@ def priority(store, registry):
         spec["priority"] = chosen.get("value", 0) if chosen else 0
         spec["preemptionPolicy"] = (chosen or {}).get("preemptionPolicy",
                                                       "PreemptLowerPriority")
+    return admit
+
+
+def owner_references_permission_enforcement(authorizer, registry):
+    def admit(rt, obj):
+        user = rbac.requester()
+        if user is None or user.privileged:
+            return
+        md = obj.get("metadata") or {}
+        for ref in md.get("ownerReferences") or []:
+            if not ref.get("blockOwnerDeletion"):
+                continue
+            owner = registry.find_kind(ref.get("apiVersion", ""), ref.get("kind", ""))
+            if owner is None:
+                raise errors.ApiError(
+                    403, "Forbidden", f'{rt.qualified_plural} "{md.get("name", "")}" is forbidden: cannot set '
+                    f"blockOwnerDeletion in this case because cannot find RESTMapping for APIVersion "
+                    f'{ref.get("apiVersion")} Kind {ref.get("kind")}', {"kind": rt.plural})
+            attrs = rbac.RequestAttributes("update", "", True, owner.group, owner.plural, "finalizers",
+                                           md.get("namespace", ""), ref.get("name", ""))
+            decision = authorizer.authorize(user, attrs)
+            authorizer.log.record(user, attrs, decision.allowed)
+            if not decision.allowed:
+                details = {"kind": rt.plural, "name": md.get("name", "")}
+                if rt.group:
+                    details["group"] = rt.group
+                raise errors.ApiError(
+                    403, "Forbidden", f'{rt.qualified_plural} "{md.get("name", "")}" is forbidden: cannot set '
+                    f"blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: "
+                    f'User "{user.name}" cannot update resource "{owner.plural}/finalizers" in API group '
+                    f'"{owner.group}" in the namespace "{md.get("namespace", "")}"', details)
     return admit

@@ -47,6 +47,9 @@ def parse_args(argv):
     p.add_argument("--port", type=int, default=0, help="0 (the default): chosen by the OS")
     p.add_argument("--history", type=int, default=20000,
                    help="watch events kept; watches from older revisions get 410")
+    p.add_argument("--enable-admission-plugins", default="", metavar="NAMES",
+                   help="admission plugins a kube-apiserver runs only when enabled, comma-separated: "
+                        "OwnerReferencesPermissionEnforcement (apiserver/admission.py)")
     p.add_argument("--verbose", action="store_true", help="log every request to stderr")
     p.add_argument("--profile", metavar="FILE", help="profile every thread's CPU time (python3-yappi) "
                    "and write the functions that took most to FILE on stop: what a benchmark "
@@ -80,6 +83,10 @@ def parse_args(argv):
     n.add_argument("--resync", type=float, default=1.0, metavar="S",
                    help="controllers look again at what only time changes every S seconds (1)")
     args = p.parse_args(argv)
+    args.enable_admission_plugins = [name for name in args.enable_admission_plugins.split(",") if name]
+    for name in args.enable_admission_plugins:
+        if name != "OwnerReferencesPermissionEnforcement":
+            p.error(f"--enable-admission-plugins: {name} is not one the stand-in has")
     if args.edgetrain is None:
         args.edgetrain = os.path.join(args.build_dir, "bin", "edgetrain")
     return args
@@ -184,6 +191,9 @@ def main(argv=None):
     from .hooks import HookState
     hooks = HookState()
     authz = rbac.Authorizer(store, registry)
+    if "OwnerReferencesPermissionEnforcement" in args.enable_admission_plugins:
+        from .admission import owner_references_permission_enforcement
+        api.admission.append(owner_references_permission_enforcement(authz, registry))
     httpd = StandinHTTPServer((args.host, args.port), api, hooks, authn, authz, tls_context,
                               args.verbose, cluster)
     host, port = httpd.server_address[:2]

@@ -23,6 +23,8 @@ impersonation, SubjectAccessReview for others, SelfSubjectRulesReview (`auth can
 Every request of a user other than system:masters is recorded with its decision
 (`DecisionLog`), so tests can ask which grants a program used and whether any of its
 requests was refused (`GET /_standin/authorizations`); access reviews are not requests.
+So is what an admission plugin asks of RBAC for the request (OwnerReferencesPermission-
+Enforcement's `update` on an owner's finalizers), which `requester()` says whose it is.
 """
 
 import threading
@@ -37,6 +39,18 @@ TRUE = ("1", "t", "T", "true", "TRUE", "True")
 NAMESPACE_SUBRESOURCES = ("status", "finalize")
 METHOD_VERBS = {"POST": "create", "GET": "get", "HEAD": "get", "PUT": "update", "PATCH": "patch",
                 "DELETE": "delete"}
+
+# Who made the request this thread serves (the server's handler sets it), for admission
+# plugins that authorize on the requester's behalf; None for the stand-in's own writes.
+_serving = threading.local()
+
+
+def set_requester(user):
+    _serving.user = user
+
+
+def requester():
+    return getattr(_serving, "user", None)
 
 
 @dataclass(frozen=True)

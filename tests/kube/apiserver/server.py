@@ -183,7 +183,11 @@ class RequestHandler(BaseHTTPRequestHandler):
                 self.server.authz.check(self.user, rbac.request_attributes(method, path, params))
             if body and "protobuf" in self.headers.get("Content-Type", ""):
                 body = encode(protobuf.decode(body))  # kubectl create ns/cm/secret/sa/token
-            self._route(method, path, params, body)
+            rbac.set_requester(self.user)
+            try:
+                self._route(method, path, params, body)
+            finally:
+                rbac.set_requester(None)
         except ApiError as e:
             self._send_error(e)
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError):

@@ -12,10 +12,11 @@ _ids = itertools.count(1)
 class StandinTestCase(unittest.TestCase):
     tls = False
     install_widgets = True
+    server_args = ()  # the class's own flags of the stand-in
 
     @classmethod
     def setUpClass(cls):
-        cls.server = Standin(tls=cls.tls)
+        cls.server = Standin(*cls.server_args, tls=cls.tls)
         cls.server.start()
         # class cleanups run even when the rest of setUpClass fails: no stray servers
         cls.addClassCleanup(cls._stop_server)

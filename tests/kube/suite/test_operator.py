@@ -171,6 +171,10 @@ class OperatorSiteTestCase(SiteTestCase):
 @requires_built(OPERATOR)
 class OperatorTest(OperatorSiteTestCase):
     profile = EDGE_SITE
+    # As OpenShift's API server judges owner references: the objects the operator makes
+    # block their job's deletion, which needs the chart's update on trainingjobs/finalizers
+    # (every object made for a job was refused there without it: found in review).
+    extra_args = ["--enable-admission-plugins", "OwnerReferencesPermissionEnforcement"]
 
     @classmethod
     def setUpClass(cls):

@@ -913,6 +913,51 @@ class Rbac(StandinTestCase):
         self.assertEqual([d for d in records["decisions"] if not d["allowed"]], [])
 
 
+class OwnerReferencesPermissionEnforcement(StandinTestCase):
+    """--enable-admission-plugins=OwnerReferencesPermissionEnforcement, as OpenShift runs
+    it: an owner reference that blocks its owner's deletion needs `update` on the owner's
+    finalizers (the operator's job objects carry such references)."""
+    install_widgets = False
+    server_args = ("--enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
+    account, grant, bind, sa = Rbac.account, Rbac.grant, Rbac.bind, Rbac.sa
+
+    def test_blocking_an_owners_deletion_needs_update_on_its_finalizers(self):
+        app = self.account()
+        user = f"system:serviceaccount:{self.ns}:app"
+        owner = self.created(self.core("configmaps"), configmap("owner"))
+        self.grant("maker", [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}], ns=self.ns)
+        self.bind("maker", "Role", "maker", [self.sa()], ns=self.ns)
+
+        def child(name, block):
+            made = configmap(name)
+            made["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+                                                    "uid": owner["metadata"]["uid"], "controller": True,
+                                                    "blockOwnerDeletion": block}]
+            return app.post(self.core("configmaps"), made)
+
+        self.assertEqual(child("free", False).status, 201, "a reference that blocks nothing needs nothing more")
+        r = child("blocking", True)
+        self.assertStatus(r, 403, "Forbidden")
+        self.assertEqual(r.json["message"],
+                         'configmaps "blocking" is forbidden: cannot set blockOwnerDeletion if an ownerReference '
+                         f"refers to a resource you can't set finalizers on: User \"{user}\" cannot update resource "
+                         f'"configmaps/finalizers" in API group "" in the namespace "{self.ns}"')
+        self.grant("finalizer", [{"apiGroups": [""], "resources": ["configmaps/finalizers"], "verbs": ["update"]}],
+                   ns=self.ns)
+        self.bind("finalizer", "Role", "finalizer", [self.sa()], ns=self.ns)
+        self.assertEqual(child("blocking", True).status, 201)
+        records = self.api.hook("authorizations", method="GET", user=user).json["decisions"]
+        check = {"verb": "update", "apiGroup": "", "resource": "configmaps", "subresource": "finalizers",
+                 "namespace": self.ns, "name": "owner"}
+        self.assertIn({**check, "allowed": False, "count": 1}, records)
+        self.assertIn({**check, "allowed": True, "count": 1}, records)
+        # the admin is a cluster-admin: never asked
+        made = configmap("by-admin")
+        made["metadata"]["ownerReferences"] = [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+                                                "uid": owner["metadata"]["uid"], "blockOwnerDeletion": True}]
+        self.assertEqual(self.api.post(self.core("configmaps"), made).status, 201)
+
+
 class TransportSecurity(unittest.TestCase):
     def test_tls_with_generated_ca_and_bearer_token(self):
         with Standin(tls=True) as s:
