@@ -155,9 +155,14 @@ Status PipelineHead::Admit(const v1::Hello& hello) {
   if (link.stream && link.lost) {
     return UnavailableError("rank " + std::to_string(hello.rank()) + "'s earlier stream is still closing: try again");
   }
+  // Its old stream not yet seen to end: half-open, its device cut off
+  // behind a dark link while the head's driver was busy, which the next
+  // step's silence finds. Refused for good, the device that had come back
+  // exited and never rejoined (found in review): it tries again. (An agent
+  // started twice with one rank tries to its connect timeout, and says so.)
   if (link.stream) {
-    return FailedPreconditionError("rank " + std::to_string(hello.rank()) + " of stage " + std::to_string(*stage + 1) +
-                                   " is already here");
+    return UnavailableError("rank " + std::to_string(hello.rank()) + " of stage " + std::to_string(*stage + 1) +
+                            " is already here, on a stream whose end the head has not seen yet: try again");
   }
   // Lost once the stages were welcomed, and still in its stage until the
   // next step lets it go: taken in now it would train on with none of its

@@ -25,7 +25,7 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
     // the second is refused here, where the first took the rank (found in
     // review: the first's end marked the rank lost under the second).
     if (link.stream) {
-      return FailedPreconditionError("rank " + std::to_string(rank) + " is already here");
+      return UnavailableError("rank " + std::to_string(rank) + " is already here: try again");
     }
     link.stream = &stream;
     link.lost = false;

@@ -267,11 +267,14 @@ struct Disturbances {
   // Each rank's computing thread's CPU clock, by rank (none: its passes are
   // costed on the clock).
   std::map<int, std::function<double()>> cpu_clocks{};
+  // The head's server shut down as soon as it has said stop, as the agent's
+  // is (agent.cc), rather than once every device has left.
+  bool serving_ends_with_the_job = false;
 };
 SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& trainers, const TrainTestSplit& data,
                          DeterministicClock& clock, int steps, const Disturbances& disturbances = {}) {
   const auto& [gates, take_layers, rebalance_every, rebalance_within, uplink, back, resume, absent, between_steps,
-               rejoining, stop_after_step, cpu_clocks] = disturbances;
+               rejoining, stop_after_step, cpu_clocks, serving_ends_with_the_job] = disturbances;
   InMemoryNetwork network(clock);
   // The whole model is the stages' tensors in order (one weight a layer, as
   // the fakes hold them, and any padding).
@@ -369,6 +372,7 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
       run.checkpoint = state;
     }
     head.Finish(FinalModel::kCurrent);
+    if (serving_ends_with_the_job) (*server)->Shutdown();
     for (const auto& [rank, gate] : gates) gate->Restore();
     for (auto& t : threads) t.Join();
     (*server)->Shutdown();
@@ -1274,6 +1278,75 @@ TEST(SimulatedPipelineTest, AReplicaOnASlowLinkDoesNotHoldThePipeline) {
   double paced_s = 0;
   for (double t : paced.step_s) paced_s += t;
   EXPECT_LT(paced_s, 1.05 * without) << paced_s;
+}
+
+// A head that takes a device's hello and has not welcomed it yet (it takes a
+// device back only between steps, after its back-off).
+class SilentHead final : public WorkerSessions {
+ public:
+  Status Admit(const v1::Hello&) override { return Status::Ok(); }
+  Status Serve(const v1::Hello&, WorkerStream& stream) override {
+    while (stream.Receive().ok()) {
+    }
+    return Status::Ok();
+  }
+};
+
+// A device stopped (its agent's SIGTERM) while it awaits its welcome leaves
+// at once: the wait had no end but the head's answer, and its pod was killed
+// at the end of its grace (found in review).
+TEST(SimulatedPipelineTest, ADeviceStoppedWhileItAwaitsItsWelcomeLeavesAtOnce) {
+  const JobPlan plan = HybridPlan({{0}, {1}}, 2);
+  const TrainTestSplit data = testing::FakeData(240, 8, 10);
+  DeterministicClock clock;
+  testing::FakeStageTrainer trainer({true, false}, clock);
+  InMemoryNetwork network(clock);
+  SilentHead head;
+  std::ostringstream log;
+  std::atomic<bool> cancel{false};
+  StatusOr<StageSummary> summary = InternalError("not run");
+  Duration waited{};
+  clock.Run("test", [&] {
+    auto server = network.Serve("head", head);
+    ASSERT_TRUE(server.ok());
+    auto connector = network.Connector("head");
+    StageOptions options;
+    options.rank = 0;
+    options.head = connector.get();
+    ClockThread device = clock.StartThread("device", [&] {
+      summary = RunStage(plan, options, trainer, data.train, clock, log, cancel);
+    });
+    clock.SleepFor(std::chrono::minutes(1));
+    const TimePoint asked = clock.Now();
+    cancel = true;
+    device.Join();
+    waited = clock.Now() - asked;
+    (*server)->Shutdown();
+  });
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(summary->stop_reason, "cancelled");
+  EXPECT_LE(waited, StageOptions{}.cancel_recheck) << ToSeconds(waited);
+}
+
+// A device whose replica is still going out on a slow link when the job ends
+// ends well: the head, once it has said stop, shuts its server down, and the
+// parts left fail to go. Their failure had been the device's: its agent said
+// hello again for the head's whole return grace, and exited failing minutes
+// after the job had succeeded (found in review).
+TEST(SimulatedPipelineTest, AReplicaStillGoingOutWhenTheJobEndsFailsNoDevice) {
+  JobPlan plan = HybridPlan({{0}, {1}}, 2);
+  plan.spec.fault_tolerance.replicate_every = 1;
+  const TrainTestSplit data = testing::FakeData(240, 8, 10);
+  DeterministicClock clock;
+  testing::FakeStageTrainer first({true, false, milliseconds(20), milliseconds(20), 1, nullptr, 20000}, clock);
+  testing::FakeStageTrainer last({false, true}, clock);
+  const SimulatedRun run = RunPipeline(plan, {&first, &last}, data, clock, 3,
+                                       {.uplink = BandwidthTrace::Constant(0.32), .serving_ends_with_the_job = true});
+  ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+  for (size_t r = 0; r < run.summaries.size(); ++r) {
+    ASSERT_TRUE(run.summaries[r].ok()) << "rank " << r << ": " << run.summaries[r].status().ToString();
+    EXPECT_EQ(run.summaries[r]->stop_reason, "the job is over") << "rank " << r;
+  }
 }
 
 // A pipeline of one stage has no neighbour to rebuild it on: its devices

@@ -52,15 +52,18 @@ class StageOutbox {
     if (!idle_.empty()) return std::nullopt;
     return last_idle_;
   }
-  void Close() {
+  // What is posted goes on going out; the parts posted when idle too,
+  // unless `drop_idle`.
+  void Close(bool drop_idle = false) {
     std::lock_guard lock(mu_);
     closed_ = true;
+    if (drop_idle) idle_.clear();
     changed_.NotifyAll();
   }
   // Sends until closed and empty, or the stream fails; a Heartbeat whenever
   // nothing was sent for `heartbeat`, saying how long the pass `passes`
-  // computes has run. A replica going out when the stage ends is sent to its
-  // end: the head may need it.
+  // computes has run. A replica going out when the stage ends (by a signal)
+  // is sent to its end: the head may need it.
   Status Drain(CoordinatorStream& stream, Duration heartbeat, Clock& clock, EnergyMeter& energy, PassWatch& passes) {
     bool idle_part = false;
     for (;;) {

@@ -78,13 +78,18 @@ class Stage {
       summary_.stop_reason = ran.message();
       ran = Status::Ok();
     }
-    outbox_.Close();
+    // The head's stop ends the job, and its server with it: a replica still
+    // going out is of use to no one, and what the sender had left fails to
+    // go, which is no failure of this device's. Taken for one, the agent
+    // said hello again for the head's whole return grace and exited failing
+    // minutes after the job had succeeded (found in review).
+    outbox_.Close(/*drop_idle=*/stopped_by_head_);
     sender.Join();
     stream.Close();
     receiver.Join();
     KeepHeld();
     if (!ran.ok()) return ran;
-    if (!sent.ok()) return sent;
+    if (!sent.ok() && !stopped_by_head_) return sent;
     return summary_;
   }
 
@@ -128,6 +133,7 @@ class Stage {
       beyond_cpu_s_ = 0;
       if (message.has_stop()) {
         summary_.stop_reason = message.stop().reason();
+        stopped_by_head_ = true;
         return Status::Ok();
       }
       if (!message.has_command()) return FailedPreconditionError("the head sent a stage what only a worker takes");
@@ -945,6 +951,7 @@ class Stage {
   TimePoint job_elapsed_at_{};   // and when
   double job_energy_j_ = 0;      // the job's energy, as the head last said it with a step
   StageSummary summary_;
+  bool stopped_by_head_ = false;  // Commands ended on the head's stop, not a signal
   StageSummary reported_;  // as it was at the last StepDone
 };
 
@@ -1004,7 +1011,27 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
     // A hello the stream did not take is not an answer: the stream's end,
     // read next, says why (a head that refused it, or one gone again).
     (void)stream->Send(hello);
+    // The welcome may be long in coming (a device let go of is taken back
+    // only between steps, after its back-off; the first gather waits up to
+    // nodeLossGrace): a stop asked meanwhile (the agent's SIGTERM) closes the
+    // stream, which ends the wait. It had gone unheard until the pod's grace
+    // ran out and the kubelet killed it (found in review).
+    std::mutex watched;
+    ClockCondition heard(clock);
+    bool answered = false;  // guarded by `watched`
+    ClockThread watch = clock.StartThread("stage " + std::to_string(options.rank) + " awaiting its welcome", [&] {
+      std::unique_lock lock(watched);
+      while (!answered && !cancel.load()) heard.WaitFor(lock, options.cancel_recheck);
+      if (!answered) stream->Close();
+    });
     StatusOr<v1::CoordinatorMessage> answer = stream->Receive();
+    {
+      std::lock_guard lock(watched);
+      answered = true;
+      heard.NotifyAll();
+    }
+    watch.Join();
+    if (cancel.load()) return StageSummary{.stop_reason = "cancelled"};
     if (answer.ok()) {
       first = std::move(*answer);
       break;
