@@ -767,10 +767,33 @@ class FolderCheckpoint {
 // What a person most needs after a run failed: whether the work is lost, and
 // what running again does. `inputs_at_fault`: running the same command fails
 // the same way.
+// What the output folder's file system said, where the run failed on it
+// ("No space left on device"), and what to do first: empty for any other
+// failure.
+std::string StorageAtFault(const std::string& why, const std::string& folder, const std::string& checkpoint_path) {
+  std::error_code ec;
+  if (why.find("No space left on device") != std::string::npos || why.find("Disk quota exceeded") != std::string::npos) {
+    // Written beside the one kept, then renamed over it: room for two.
+    const auto bytes = fs::file_size(checkpoint_path, ec);
+    return folder + "'s file system is full" +
+           (ec ? std::string() : ": a checkpoint is written beside the one kept, so another needs " +
+                                     std::to_string(bytes / 1000000 + 1) + " MB more") +
+           "; free room there, or give another --output";
+  }
+  for (const char* said : {"Read-only file system", "Permission denied", "Operation not permitted"}) {
+    if (why.find(said) != std::string::npos) return folder + " cannot be written now (" + said + "); once it can";
+  }
+  return "";
+}
+
 void SayWhatTheFailureLeft(const FolderCheckpoint& checkpoint, const LocalRunPlan& plan, const RunOptions& options,
-                           bool inputs_at_fault, std::ostream& err) {
+                           bool inputs_at_fault, const std::string& why, std::ostream& err) {
   const std::string& folder = plan.job.output_dir;
   const bool resumable = checkpoint.Resumable();  // reads the checkpoint: once
+  // A full disk is not mended by running again: the advice alone, "run the
+  // same command again to resume from it", sent a user round the same
+  // failure at every checkpoint (a new user's trial).
+  const std::string storage = StorageAtFault(why, folder, plan.job.CheckpointPath());
   if (resumable && inputs_at_fault) {
     err << checkpoint.Whose(plan.job.job) << " in " << folder
         << (checkpoint.WrittenByThisRun() ? ", which this run wrote before it failed, is kept" : " is kept as it was")
@@ -784,8 +807,8 @@ void SayWhatTheFailureLeft(const FolderCheckpoint& checkpoint, const LocalRunPla
         << (unread ? ", which cannot be read," : "") << " is kept as it was; "
         << "a run of this job into " << folder << " refuses it: give another --output, or --fresh to start over\n";
   } else if (resumable) {
-    err << "the job's checkpoint in " << folder << checkpoint.AtIteration() << " is kept: " << HowToResume(options)
-        << "\n";
+    err << "the job's checkpoint in " << folder << checkpoint.AtIteration() << " is kept: "
+        << (storage.empty() ? "" : storage + ", then ") << HowToResume(options) << "\n";
   } else if (inputs_at_fault) {
     // One an earlier run left is said too: "no checkpoint was written" read
     // as none there, beside an earlier run's at iteration 141 (a user's
@@ -795,6 +818,8 @@ void SayWhatTheFailureLeft(const FolderCheckpoint& checkpoint, const LocalRunPla
                                            WhatAnEarlierCheckpointGives(plan.job.CheckpointPath()) + ")"
                                      : std::string())
         << "; the same command fails the same way until what the error says is dealt with\n";
+  } else if (!storage.empty() && !checkpoint.EarlierLeft()) {
+    err << "no checkpoint was written in " << folder << ": " << storage << ", then run again (it starts over)\n";
   } else {
     const int every = plan.job.spec.fault_tolerance.checkpoint_every;
     err << "no checkpoint was written in " << folder
@@ -982,11 +1007,9 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   }
   // After what refuses a run at once: measuring the layers takes seconds.
   if (int code = PlanPipelineRun(options, err, checked, interrupted); code != kExitOk) return code;
-  // Ctrl-C while the layers were measured: nothing has started, nothing is
-  // to save. The plan was printed and three agents started before the
-  // interrupt was heard, 6.6 s after it (a new user's trial); the measuring
-  // agent is now stopped at once.
-  if (interrupted.load()) {
+  // Interrupted before any agent said it serves: nothing has trained,
+  // nothing is to save, and nothing is said to have failed.
+  auto not_started = [&] {
     err << "interrupted: " << job.name << " had not started; nothing was written\n";
     if (options.json) {
       // The final line --json promises, as after an interrupt a moment later.
@@ -996,7 +1019,11 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
       out << JsonLine(job, plan, none, ToSeconds(clock.Now() - started)) << "\n" << std::flush;
     }
     return kExitInterrupted;
-  }
+  };
+  // Ctrl-C while the layers were measured. The plan was printed and three
+  // agents started before the interrupt was heard, 6.6 s after it (a new
+  // user's trial); the measuring agent is now stopped at once.
+  if (interrupted.load()) return not_started();
   RemoveLeftovers(err);
   // Before the agents, so that a missing prometheus or a port in use fails the
   // run before it trains.
@@ -1087,7 +1114,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     // A folder kept for each input refused at the start only piles up (a new
     // user's trial found four): the log's tail above says what was wrong.
     if (!drop_logs) err << "logs: " << folder->path().string() << "\n";
-    SayWhatTheFailureLeft(checkpoint, plan, options, inputs_at_fault, err);
+    SayWhatTheFailureLeft(checkpoint, plan, options, inputs_at_fault, why, err);
     if (options.json) out << FailureJsonLine(job.name, why) << "\n" << std::flush;
     if (drop_logs) {
       folder->Remove();
@@ -1103,6 +1130,13 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
       err << "error: " << started_coordinator.status().message() << " (pass --agent PATH to name the agent binary)\n";
       folder->Remove();  // nothing ran: nothing to keep, and no lock to mistake for a killed runner's
       return ExitCodeFor(started_coordinator.status());
+    }
+    // Ctrl-C as it started: said as one a moment later is, not as a
+    // failure ("error: interrupted while coordinator started", stop reason
+    // "failed", its logs kept: a new user's trial).
+    if (started_coordinator.status().code() == StatusCode::kCancelled) {
+      folder->Remove();
+      return not_started();
     }
     const bool refused = started_coordinator.status().code() == StatusCode::kInvalidArgument;
     return failed(started_coordinator.status().message(), "", refused, refused);

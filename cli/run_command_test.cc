@@ -1188,6 +1188,37 @@ TEST_F(RunCommandTest, InterruptWhileAWorkerStartsStopsTheRunAtOnce) {
   EXPECT_FALSE(ProcessRunningWith("--job=digits-hung-worker")) << "no agent left behind";
 }
 
+// A Ctrl-C as the first agent starts (before it serves) is an interrupt
+// like one a moment later: it had been said as a failure ("error: interrupted
+// while agent 0 started", stop reason "failed") and its logs kept (a new
+// user's trial).
+TEST_F(RunCommandTest, InterruptAsTheFirstAgentStartsIsNoFailure) {
+  const fs::path agent = dir_ / "agent-starts-slowly";
+  const fs::path started = dir_ / "agent-started";
+  // A length of sleep no other test's agent takes, to be found by.
+  std::ofstream(agent) << "#!/bin/sh\ntouch " << started.string() << "\nexec sleep 598\n";
+  fs::permissions(agent, fs::perms::owner_all);
+  auto child = Start({"run", Manifest("digits-early", kDigitsSpec), "--agent", agent.string(), "--json", "--output",
+                      (dir_ / "out").string()});
+  ASSERT_TRUE(child.ok());
+  for (int i = 0; i < 600 && !fs::exists(started); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(fs::exists(started));
+  ASSERT_EQ(::kill(-child->pid(), SIGINT), 0);
+  std::vector<std::string> lines;
+  while (auto line = child->ReadLine(seconds(60))) lines.push_back(*line);
+  EXPECT_EQ(child->Wait(seconds(30)), 130);
+  const std::string said = ReadFile(dir_ / "stderr.log");
+  EXPECT_NE(said.find("interrupted: digits-early had not started; nothing was written"), std::string::npos) << said;
+  EXPECT_EQ(said.find("error"), std::string::npos) << said;
+  EXPECT_EQ(said.find("logs: "), std::string::npos) << said;
+  ASSERT_FALSE(lines.empty());
+  const auto last = nlohmann::json::parse(lines.back());
+  EXPECT_EQ(last["stop_reason"], "cancelled") << last.dump();
+  EXPECT_FALSE(last.contains("error")) << last.dump();
+  EXPECT_TRUE(RunFolders().empty()) << "nothing ran: no logs to keep";
+  EXPECT_FALSE(ProcessRunningWith("sleep 598"));
+}
+
 // A Ctrl-C while a pipeline's layers are measured stops the measuring agent
 // and the run at once: it was heard only once they were measured, seconds
 // later, after the plan it would no longer run was printed.
