@@ -369,7 +369,7 @@ StatusOr<JobProgress> RunHeadRole(AgentSetup& s, const std::atomic<bool>& cancel
   ConnectionMetrics connections(s.endpoint.metrics(), s.plan.job);
   RefusalReport refusals("head", s.log, connections);
   EDGETRAIN_ASSIGN_OR_RETURN(std::unique_ptr<TrainingServer> server,
-                             StartTrainingServer(s.flags.listen, s.security, head, refusals));
+                             StartTrainingServer(s.flags.listen, s.security, head, refusals, s.flags.keepalive));
   s.log << "head: " << CountOf(static_cast<int64_t>(s.plan.pipeline->stages.size()), "stage", "stages") << " on "
         << CountOf(static_cast<int64_t>(s.plan.workers.size()), "device", "devices") << ", "
         << CountOf(s.plan.pipeline->micro_batches, "micro-batch", "micro-batches") << " a step, a model of "

@@ -114,9 +114,9 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
        "to resume, or placed anew) waits for its stages, which hear of their old head's end when --keepalive "
        "gives up on their streams (default twice --keepalive and 10s: 30s)");
   wait("--keepalive", flags.keepalive,
-       "how long a stream to the coordinator (or a stage's to its head) goes without a word before it is "
-       "pinged, and as long for the answer: a peer whose node died without closing the connection is found "
-       "gone after twice this (default 10s)");
+       "how long a stream to the coordinator (or a stage's to its head, either way) goes without a word before "
+       "it is pinged, and as long for the answer: a peer whose node died without closing the connection is "
+       "found gone after twice this (default 10s)");
   wait("--progress-every", flags.progress_every,
        "how often a coordinator refreshes /progress (and its metrics of the job's progress); default 100ms");
   wait("--heartbeat", flags.heartbeat,

@@ -423,6 +423,8 @@ TEST(TeamTest, AMessageLargerThanAnyWorkerSendsIsRefusedAndTheTeamTrainsOn) {
   auto refused = again->Receive();
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("larger than max"), std::string::npos) << refused.status().ToString();
+  // The same again at every try: not a link's failure, to be retried for the grace.
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition) << refused.status().ToString();
 
   ASSERT_TRUE(team.WaitFor([](const JobProgress& p) { return p.iteration >= 20; }));
   team.Stop();

@@ -33,6 +33,14 @@ Status FromGrpc(const grpc::Status& s) {
     case grpc::StatusCode::CANCELLED: code = StatusCode::kCancelled; break;
     case grpc::StatusCode::ABORTED: code = StatusCode::kAborted; break;
     case grpc::StatusCode::DEADLINE_EXCEEDED: code = StatusCode::kDeadlineExceeded; break;
+    // A peer that has no such call (another program at the address, or an
+    // agent of another version), and a message larger than the peer reads:
+    // the same again at every try, where taken for a link's failure they
+    // were retried for the whole grace (found in review).
+    case grpc::StatusCode::UNIMPLEMENTED: code = StatusCode::kFailedPrecondition; break;
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      if (s.error_message().find("larger than max") != std::string::npos) code = StatusCode::kFailedPrecondition;
+      break;
     default: break;
   }
   return Status(code, s.error_message());
@@ -278,7 +286,8 @@ class GrpcCoordinatorStream final : public CoordinatorStream {
 
 StatusOr<std::unique_ptr<TrainingServer>> StartTrainingServer(const std::string& address,
                                                               const TransportSecurity& security,
-                                                              WorkerSessions& sessions, RefusalObserver& refusals) {
+                                                              WorkerSessions& sessions, RefusalObserver& refusals,
+                                                              std::optional<Duration> keepalive) {
   auto service = std::make_unique<GrpcTrainService>(sessions, security, refusals);
   grpc::ServerBuilder builder;
   int port = 0;
@@ -291,6 +300,12 @@ StatusOr<std::unique_ptr<TrainingServer>> StartTrainingServer(const std::string&
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  if (keepalive) {
+    const auto ms = static_cast<int>(std::clamp<int64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(*keepalive).count(), 1, std::numeric_limits<int>::max()));
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, ms);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ms);
+  }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server || port == 0) return UnavailableError("cannot listen for workers on " + address);
   std::string bound = address.substr(0, address.rfind(':')) + ":" + std::to_string(port);
@@ -327,6 +342,10 @@ StatusOr<std::unique_ptr<CoordinatorStream>> ConnectToCoordinator(
     const std::string& address, const TransportSecurity& security,
     const std::shared_ptr<grpc::ChannelCredentials>& credentials, CoordinatorRefusal& refusal,
     Duration connect_timeout, Duration keepalive) {
+  // A refusal an earlier attempt's channel recorded as it went is not this
+  // attempt's: left, it turned a later failure to reach a restarting
+  // coordinator into a refusal for good (found in review).
+  (void)refusal.Take();
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);

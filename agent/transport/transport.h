@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/clock.h"
@@ -97,9 +98,15 @@ class TrainingServer {
   virtual void Shutdown() = 0;
 };
 
+// With `keepalive`, the server pings each peer after that long without a
+// word and ends its streams when the ping goes unanswered as long: a pipeline
+// head blocked writing to a device behind a dark link, or holding its half-
+// open stream, learns of it then, where it had waited for TCP to give up,
+// about 15 minutes (found in review).
 StatusOr<std::unique_ptr<TrainingServer>> StartTrainingServer(const std::string& address,
                                                               const TransportSecurity& security,
-                                                              WorkerSessions& sessions, RefusalObserver& refusals);
+                                                              WorkerSessions& sessions, RefusalObserver& refusals,
+                                                              std::optional<Duration> keepalive = std::nullopt);
 
 // How a worker reaches its coordinator: over gRPC, or inside a test's process
 // (in_memory_transport.h).
