@@ -312,7 +312,13 @@ TEST_F(NetnsLinksTest, NetnsRunKillsRanksThatOutstayTheirGraceAndSaysWhenTheTrac
   EXPECT_LT(std::chrono::steady_clock::now() - interrupted, seconds(10));
   // Killed with it (SIGKILL to its process group), though the kernel may take a moment to end it.
   for (int tries = 0; tries < 100 && ProcessWith("sleep 300"); ++tries) std::this_thread::sleep_for(milliseconds(50));
-  EXPECT_FALSE(ProcessWith("sleep 300").has_value()) << "what a rank started goes with it";
+  // Said whole where it fails (it did once more under the full suite's load,
+  // after the kill at the end: which process, in which group and state).
+  const std::optional<pid_t> left = ProcessWith("sleep 300");
+  EXPECT_FALSE(left.has_value()) << "what a rank started goes with it: "
+                                 << (left ? ReadFile("/proc/" + std::to_string(*left) + "/stat") : "")
+                                 << "; netns-run's pid " << run->pid() << ", its stderr: "
+                                 << ReadFile(dir_ / "stderr.log");
 }
 
 TEST_F(NetnsLinksTest, ATeamTrainsThroughKernelShapedLinks) {
