@@ -305,6 +305,15 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   auto evaluated_now = [&](const JobProgress& q) {
     return evaluated_here == std::pair{q.iteration, q.samples};
   };
+  // Unless the checkpoint was written after its own evaluation (the final
+  // one, before the model is written) of a manifest unchanged since: it holds
+  // the model evaluated. A run killed while it wrote the model evaluated it
+  // again when resumed, and its evaluations had two rows of one iteration (a
+  // new user's trial).
+  if (resumed && resumed->accuracy && resumed->evaluated_iteration == resumed->iteration &&
+      changed_since_checkpoint_.empty()) {
+    evaluated_here = std::pair{resumed->iteration, resumed->samples};
+  }
   if (accuracy) metrics_.SetAccuracy(*accuracy);
   double evaluating_s = 0;  // this run's evaluations: a pipeline or a job of one waits through them
   // The last evaluation's length: one due less than that before the

@@ -749,6 +749,10 @@ TEST_F(JobDriverTest, AModelThatCouldNotBeWrittenIsWrittenByTheNextRun) {
   fs::create_directories(plan.output_dir + "/model.pt");  // renaming over it fails
   auto failed = Run();
   ASSERT_FALSE(failed.ok());
+  const auto kept = LoadCheckpoint(plan.output_dir + "/checkpoint.bin");
+  ASSERT_TRUE(kept.ok() && kept->has_value());
+  const std::optional<double> failed_accuracy = (*kept)->accuracy;
+  ASSERT_TRUE(failed_accuracy.has_value());
   EXPECT_NE(failed.status().message().find("model.pt"), std::string::npos) << failed.status().message();
   EXPECT_FALSE(fs::exists(plan.output_dir + "/model.pt.tmp")) << "a part written is not left to fill the disk";
   fs::remove(plan.output_dir + "/model.pt");
@@ -757,6 +761,16 @@ TEST_F(JobDriverTest, AModelThatCouldNotBeWrittenIsWrittenByTheNextRun) {
   EXPECT_EQ(again->resumed_from_iteration, 40) << "it resumes where it ended, not afresh";
   EXPECT_EQ(again->iteration, 40);
   EXPECT_TRUE(fs::is_regular_file(plan.output_dir + "/model.pt"));
+  // Its checkpoint holds the model the first run evaluated: not evaluated
+  // again, which had written a second row of iteration 40 (a new user's trial).
+  std::istringstream rows(Evaluations());
+  int of_40 = 0;
+  for (std::string row; std::getline(rows, row);) {
+    const size_t comma = row.find(',');
+    of_40 += row.compare(comma + 1, 3, "40,") == 0;
+  }
+  EXPECT_EQ(of_40, 1) << Evaluations();
+  EXPECT_EQ(again->accuracy, failed_accuracy);
   auto checkpoint = LoadCheckpoint(plan.output_dir + "/checkpoint.bin");
   ASSERT_TRUE(checkpoint.ok() && checkpoint->has_value());
   EXPECT_TRUE((*checkpoint)->complete);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 
 namespace edgetrain::agent {
 namespace {
@@ -58,10 +59,30 @@ Status AppendImage(const fs::path& file, int label, Dataset& d) {
     return InvalidArgumentError(path + ": not a PNG or JPEG image (its first bytes are neither's; other formats, "
                                        "BMP or GIF among them, are not read: convert it, or move it out of the folder)");
   }
+  // Larger than stb reads (its lengths are ints): no image of a dataset's is.
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return InvalidArgumentError(path + ": a file of " + std::to_string(bytes.size() >> 20) + " MiB, too large for an "
+                                "image of this folder's size");
+  }
+  const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
+  const int size = static_cast<int>(bytes.size());
   const int channels = d.info.channels;
   int width = 0, height = 0, in_file = 0;
-  stbi_uc* image = stbi_load_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()), static_cast<int>(bytes.size()),
-                                         &width, &height, &in_file, channels);
+  // Height first, as inputShape has it; images are not resized, since a
+  // silently squashed frame trains a different model than the one meant.
+  const auto misshapen = [&] {
+    return InvalidArgumentError(path + ": image is " + std::to_string(height) + "x" + std::to_string(width) +
+                                " (height x width), inputShape says " + std::to_string(d.info.height) + "x" +
+                                std::to_string(d.info.width));
+  };
+  // Its size judged from its header, before it is decoded: a 219 KB PNG of
+  // 15000x15000 took 600 MB to decode before it was refused for its size
+  // (found in review), which on a small device ends the agent instead.
+  if (stbi_info_from_memory(data, size, &width, &height, &in_file) &&
+      (width != d.info.width || height != d.info.height)) {
+    return misshapen();
+  }
+  stbi_uc* image = stbi_load_from_memory(data, size, &width, &height, &in_file, channels);
   if (!image) {
     // stb's reason is terse and, for a cut file, often empty.
     const char* reason = stbi_failure_reason();
@@ -70,11 +91,7 @@ Status AppendImage(const fs::path& file, int label, Dataset& d) {
   }
   if (width != d.info.width || height != d.info.height) {
     stbi_image_free(image);
-    // Height first, as inputShape has it; images are not resized, since a
-    // silently squashed frame trains a different model than the one meant.
-    return InvalidArgumentError(path + ": image is " + std::to_string(height) + "x" + std::to_string(width) +
-                                " (height x width), inputShape says " + std::to_string(d.info.height) + "x" +
-                                std::to_string(d.info.width));
+    return misshapen();
   }
   // stb gives pixels with their channels interleaved; a sample is channels first.
   const size_t plane = static_cast<size_t>(width) * static_cast<size_t>(height);

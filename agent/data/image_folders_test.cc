@@ -103,6 +103,17 @@ TEST(ImageFoldersTest, RefusesWhatItCannotUse) {
   fs::create_directories(root / "bmp" / "b");
   const uint8_t grey[] = {1, 2, 3, 4};
   ASSERT_TRUE(stbi_write_bmp((root / "bmp" / "b" / "1.bmp").c_str(), 2, 2, 1, grey));
+  // A PNG's header of 15000x15000 with no pixels: judged by its header, before
+  // it is decoded (one of that size whole took 600 MB to decode before it was
+  // refused: found in review).
+  tiny(root / "huge" / "a" / "1.png");
+  {
+    std::string header("\x89PNG\r\n\x1a\n", 8);
+    header += std::string("\0\0\0\x0d", 4) + "IHDR";
+    for (int side = 0; side < 2; ++side) header += std::string("\0\0\x3a\x98", 4);  // 15000, big-endian
+    header += std::string("\x08\0\0\0\0", 5) + std::string(4, '\0');              // 8-bit grey; its CRC
+    Write(root / "huge" / "b" / "1.png", header);
+  }
   // Named a PNG, cut short after its signature: a PNG that cannot be decoded.
   tiny(root / "cut" / "a" / "1.png");
   Write(root / "cut" / "b" / "1.png", std::string("\x89PNG\r\n\x1a\n", 8) + "garbage");
@@ -124,6 +135,8 @@ TEST(ImageFoldersTest, RefusesWhatItCannotUse) {
        r + "/other-names: class 1 is folder 'c', the train set's is 'b'"},
       {r + "/empty", Shape(1, 2, 2, 2), {}, r + "/empty/b: empty class folder"},
       {r + "/big", Shape(1, 2, 2, 2), {}, r + "/big/b/1.png: image is 2x3 (height x width), inputShape says 2x2"},
+      {r + "/huge", Shape(1, 2, 2, 2), {},
+       r + "/huge/b/1.png: image is 15000x15000 (height x width), inputShape says 2x2"},
       {r + "/text", Shape(1, 2, 2, 2), {}, r + "/text/b/notes.txt: not a PNG or JPEG image (its first bytes are neither's"},
       {r + "/bmp", Shape(1, 2, 2, 2), {}, r + "/bmp/b/1.bmp: not a PNG or JPEG image (its first bytes are neither's; "
                                               "other formats, BMP or GIF among them, are not read"},

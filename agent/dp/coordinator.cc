@@ -693,7 +693,12 @@ void Coordinator::Left(int w, uint64_t stream) {
   std::lock_guard lock(mu_);
   // Asked for its copy of the model and gone before it came: the next is asked.
   if (takeover_.asked() == w && members_.Current(w, stream)) takeover_.Withdrawn(w);
-  if (members_.Close(w, stream, ledger_) && !stopping_) log_ << "coordinator: worker " << w << " left\n";
+  if (members_.Close(w, stream, ledger_)) {
+    if (!stopping_) log_ << "coordinator: worker " << w << " left\n";
+    // Nothing arrives at a worker gone: its gauge had shown its last
+    // measure for as long as it was away (found in review).
+    metrics_.SetDownlinkMbps(w, 0);
+  }
   FollowTeamChange(clock_.Now());
   changed_.NotifyAll();
 }

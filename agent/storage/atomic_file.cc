@@ -1,13 +1,12 @@
 #include "agent/storage/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 namespace edgetrain::agent {
 namespace {
@@ -24,11 +23,15 @@ Status RenameIntoPlace(const std::string& tmp_path, const std::string& path) {
   if (std::rename(tmp_path.c_str(), path.c_str()) != 0) {
     return InternalError("cannot rename " + tmp_path + " to " + path + ": " + std::strerror(errno));
   }
-  int dir = ::open(DirectoryOf(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  // Its failure said: the rename may not survive a power cut, and the caller
+  // goes on as if it would (a file system that cannot flush a directory
+  // says EINVAL, and has nothing to flush).
+  const int dir = ::open(DirectoryOf(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) return InternalError("cannot open " + DirectoryOf(path) + " to flush it: " + std::strerror(errno));
+  const bool flushed = ::fsync(dir) == 0 || errno == EINVAL;
+  const std::string why = flushed ? "" : std::strerror(errno);
+  ::close(dir);
+  if (!flushed) return InternalError("cannot flush " + DirectoryOf(path) + ": " + why);
   return Status::Ok();
 }
 
@@ -63,15 +66,34 @@ Status WriteFileAtomically(const std::string& path, std::string_view content) {
 }
 
 StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError("cannot read " + path);
-  std::stringstream s;
-  s << in.rdbuf();
-  // A read that failed midway (a network volume gone) is not a damaged file:
-  // its bytes, cut short, would fail a checkpoint's CRC and be refused for
-  // good (exit 2) where reading again may succeed (exit 1).
-  if (in.bad()) return UnavailableError("reading " + path + " failed midway");
-  return s.str();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NotFoundError("cannot read " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return NotFoundError("cannot read " + path + ": it is a folder");
+  }
+  // Read with the system's calls: a read that failed midway (a network
+  // volume gone) is not a damaged file. Its bytes, cut short, would fail a
+  // checkpoint's CRC and be refused for good (exit 2) where reading again
+  // may succeed (exit 1), and an evaluation log would be written back
+  // without its last rows. A stream's `<< rdbuf()` took the failure for the
+  // file's end, and the check of it after never saw it (found in review).
+  std::string text;
+  char buffer[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      return UnavailableError("reading " + path + " failed midway: " + why);
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return text;
 }
 
 }  // namespace edgetrain::agent

@@ -49,5 +49,19 @@ TEST(WriteFileAtomically, AFolderThatIsNotThereIsNamedWithItsReason) {
   EXPECT_NE(written.message().find("No such file or directory"), std::string::npos) << written.message();
 }
 
+// A read that fails (a network volume gone) is said, not taken for the
+// file's end: the bytes before it, as a file, failed a checkpoint's CRC and
+// were refused for good, and an evaluation log was written back without its
+// last rows (found in review). /proc/self/mem fails its first read with EIO.
+TEST(ReadWholeFile, AReadThatFailsIsNoShorterFile) {
+  const StatusOr<std::string> read = ReadWholeFile("/proc/self/mem");
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), StatusCode::kUnavailable) << read.status().ToString();
+  EXPECT_NE(read.status().message().find("Input/output error"), std::string::npos) << read.status().ToString();
+  const StatusOr<std::string> folder = ReadWholeFile(Folder().string());
+  ASSERT_FALSE(folder.ok());
+  EXPECT_NE(folder.status().message().find("it is a folder"), std::string::npos) << folder.status().ToString();
+}
+
 }  // namespace
 }  // namespace edgetrain::agent
