@@ -305,6 +305,7 @@ int main(int argc, char** argv) {
   kube::LeaderElector elector(lease_client, clock, [] { return std::chrono::system_clock::now(); }, election);
   log.Write("campaigning for the Lease " + election.namespace_ + "/" + election.name + " as " + election.identity);
   std::atomic<bool> stop_leading{false};
+  std::atomic<bool> controller_ended{false};
   ClockThread leading;
   const bool stepped_down = elector.Run(
       g_stop,
@@ -312,7 +313,10 @@ int main(int argc, char** argv) {
         log.Write("leading: this replica reconciles");
         metrics.SetLeader(true);
         leads = true;
-        leading = clock.StartThread("controller", [&] { controller.Run(stop_leading); });
+        leading = clock.StartThread("controller", [&] {
+          controller.Run(stop_leading);
+          controller_ended = true;
+        });
       },
       [&] {
         if (!g_stop.load()) {
@@ -326,6 +330,23 @@ int main(int argc, char** argv) {
           std::_Exit(1);
         }
         stop_leading = true;
+        // Its reconciles in flight end first, while the Lease is renewed no
+        // more: on an API server in trouble (30 s a request, 429s waited
+        // out) they had run past the point where a standby may lead, and
+        // their writes landed under it (found in review). Not past the renew
+        // deadline, then: the process ends there without releasing the
+        // Lease, which a standby takes once it runs out.
+        const TimePoint must_end = elector.renewed() + election.renew_deadline;
+        while (leading.joinable() && !controller_ended.load() && clock.Now() < must_end) {
+          clock.SleepFor(std::chrono::milliseconds(20));
+        }
+        if (leading.joinable() && !controller_ended.load()) {
+          log.Write("stopping: the reconciles in flight outlasted the renew deadline (" +
+                    FormatDuration(election.renew_deadline) + "); ending without releasing the Lease, which a "
+                    "standby takes once it runs out");
+          std::cerr.flush();
+          std::_Exit(1);
+        }
         if (leading.joinable()) leading.Join();
         metrics.SetLeader(false);
         leads = false;

@@ -6,6 +6,9 @@
 
 namespace edgetrain::kube {
 
+// A watch that closes sooner than this, with nothing in it, is no watch.
+constexpr Duration kBriefWatch = std::chrono::seconds(1);
+
 std::string KeyOf(const Json& object) {
   const Json& md = object["metadata"];
   const std::string name = md.value("name", "");
@@ -205,11 +208,20 @@ StatusOr<bool> Informer::WatchOnce(const std::atomic<bool>& stop) {
   const int64_t max_s = std::chrono::duration_cast<std::chrono::seconds>(options_.max_watch_timeout).count();
   watch.timeout_seconds = std::uniform_int_distribution<int64_t>(min_s, std::max(min_s, max_s))(random_);
   bool too_old = false;
+  std::string error;  // an ERROR event's, other than 410's
+  int events = 0;
+  const TimePoint began = clock_.Now();
   Status ended = client_.Watch(type_, ns_, watch, [&](WatchEvent e) {
-    if (too_old) return;
+    if (too_old || !error.empty()) return;
+    ++events;
     if (e.type == WatchEventType::kError) {
-      // 410 Expired: the history we asked for is gone. Anything else ends this watch too.
+      // 410 Expired: the history we asked for is gone. Anything else ends
+      // this watch as a failure: watched again at once from the same
+      // version, an error the server gives every time (a conversion webhook
+      // down) had the informer ask without pause, its cache frozen, and no
+      // error counted (found in review).
       too_old = e.object.value("code", 0) == 410;
+      if (!too_old) error = e.object.value("message", std::string("an ERROR event"));
       return;
     }
     resource_version_ = e.object["metadata"].value("resourceVersion", resource_version_);
@@ -223,6 +235,10 @@ StatusOr<bool> Informer::WatchOnce(const std::atomic<bool>& stop) {
   }, stop);
   if (ended.code() == StatusCode::kOutOfRange) return true;
   if (!ended.ok()) return ended;
+  if (!error.empty()) return UnavailableError("the watch of " + std::string(type_.plural) + " ended: " + error);
+  // Closed at once with nothing in it: watched again after the back-off, as
+  // client-go does, not at once and again and again.
+  brief_ = events == 0 && clock_.Now() - began < kBriefWatch;
   return too_old;
 }
 
@@ -258,6 +274,7 @@ void Informer::Run(const std::atomic<bool>& stop) {
       Pause(backoff.Failed(clock_.Now()), stop);
     } else {
       need_list = *relist;
+      if (brief_) Pause(backoff.Failed(clock_.Now()), stop);
     }
   }
 }

@@ -125,6 +125,7 @@ class Informer {
   std::vector<Handler> handlers_;
   std::mt19937_64 random_;
   std::string resource_version_;  // Run's thread only
+  bool brief_ = false;            // Run's thread only: the last watch closed at once, with nothing
   mutable std::mutex mu_;
   ClockCondition synced_changed_;
   bool synced_ = false;                   // guarded by mu_

@@ -35,6 +35,7 @@ class ScriptedClient final : public KubeClient {
   std::deque<WatchScript> watches;
   std::vector<TimePoint> listed_at;
   std::vector<WatchOptions> watched;
+  std::vector<TimePoint> watched_at;
 
   StatusOr<Json> List(const ResourceType&, const std::string&, const ListOptions&) override {
     listed_at.push_back(clock_.Now());
@@ -46,6 +47,7 @@ class ScriptedClient final : public KubeClient {
   Status Watch(const ResourceType&, const std::string&, const WatchOptions& options,
                const std::function<void(WatchEvent)>& on_event, const std::atomic<bool>& stop) override {
     watched.push_back(options);
+    watched_at.push_back(clock_.Now());
     if (watches.empty()) {  // a quiet watch, until told to stop
       while (!stop.load()) clock_.SleepFor(milliseconds(100));
       return CancelledError("stopped");
@@ -139,6 +141,28 @@ TEST(InformerTest, FailuresBackOffFromPoint8SecondsDoubling) {
   for (size_t i = 1; i < client.listed_at.size(); ++i) gaps.push_back(client.listed_at[i] - client.listed_at[i - 1]);
   EXPECT_EQ(gaps, (std::vector<Duration>{milliseconds(800), milliseconds(1600), milliseconds(3200),
                                          milliseconds(6400)}));
+}
+
+// An ERROR event other than 410 ends the watch as a failure: listed again
+// after the back-off. Watched again at once from the same version, an error
+// the server gives every time had the informer ask without pause (found in
+// review). So is a watch that closes at once with nothing: watched again
+// after the back-off.
+TEST(InformerTest, AWatchThatEndsInAnErrorOrAtOnceIsTriedAgainAfterTheBackOff) {
+  DeterministicClock clock;
+  ScriptedClient client(clock);
+  client.lists.push_back(List({Pod("a", "5")}, "10"));
+  client.lists.push_back(List({Pod("a", "5")}, "11"));
+  const Json broken = {{"kind", "Status"}, {"code", 500}, {"message", "conversion webhook unavailable"}};
+  client.watches.push_back({{{WatchEventType::kError, broken}}, Status::Ok()});
+  client.watches.push_back({{}, Status::Ok()});  // closed at once, empty
+  Informer informer(client, kPods, "default", clock);
+  RunUntil(clock, informer, [&] { return client.watched.size() >= 3; });
+  ASSERT_EQ(client.listed_at.size(), 2u) << "listed again after the ERROR event";
+  EXPECT_EQ(client.listed_at[1] - client.listed_at[0], milliseconds(800)) << "after the back-off";
+  EXPECT_EQ(client.watched[1].resource_version, "11");
+  EXPECT_EQ(client.watched[2].resource_version, "11") << "an empty watch resumes where it was";
+  EXPECT_GE(client.watched_at[2] - client.watched_at[1], milliseconds(800)) << "after the back-off";
 }
 
 // Why it has not listed yet is there to say (the operator's log and /readyz:

@@ -88,7 +88,12 @@ StatusOr<KubeConfig> ParseKubeConfig(std::string_view yaml, const std::string& s
     const Json& u = (*user)["user"];
     kc.token = Text(u, "token");
     if (const std::string file = Text(u, "tokenFile"); kc.token.empty() && !file.empty()) {
-      EDGETRAIN_ASSIGN_OR_RETURN(kc.token, ReadFile(file));
+      // Relative to the kubeconfig's folder, as its other files are (and
+      // as client-go reads it), not to where the operator was started.
+      fs::path path = file;
+      if (path.is_relative()) path = fs::path(base_dir) / path;
+      kc.token_file = path.string();
+      EDGETRAIN_ASSIGN_OR_RETURN(kc.token, ReadTokenFile(kc.token_file));
     }
     EDGETRAIN_ASSIGN_OR_RETURN(kc.client_cert_pem, DataOrFile(u, "client-certificate", base_dir, "user"));
     EDGETRAIN_ASSIGN_OR_RETURN(kc.client_key_pem, DataOrFile(u, "client-key", base_dir, "user"));
@@ -101,11 +106,17 @@ StatusOr<KubeConfig> ParseKubeConfig(std::string_view yaml, const std::string& s
   return kc;
 }
 
+StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  EDGETRAIN_ASSIGN_OR_RETURN(std::string token, ReadFile(path));
+  while (!token.empty() && (token.back() == '\n' || token.back() == ' ')) token.pop_back();
+  return token;
+}
+
 StatusOr<KubeConfig> InClusterConfig(const std::string& dir, const std::string& host, const std::string& port) {
   KubeConfig kc;
   kc.source = "the pod's service account (" + dir + ")";
-  EDGETRAIN_ASSIGN_OR_RETURN(kc.token, ReadFile(dir + "/token"));
-  while (!kc.token.empty() && (kc.token.back() == '\n' || kc.token.back() == ' ')) kc.token.pop_back();
+  kc.token_file = dir + "/token";
+  EDGETRAIN_ASSIGN_OR_RETURN(kc.token, ReadTokenFile(kc.token_file));
   EDGETRAIN_ASSIGN_OR_RETURN(kc.ca_pem, ReadFile(dir + "/ca.crt"));
   if (auto ns = ReadFile(dir + "/namespace"); ns.ok() && !ns->empty()) kc.namespace_ = *ns;
   // An IPv6 address goes in brackets in a URL.

@@ -17,11 +17,18 @@ struct KubeConfig {
   std::string server;           // "https://10.0.0.1:6443" or "http://127.0.0.1:8080"
   std::string ca_pem;           // the server's CA; empty: the system's roots
   std::string token;            // a bearer token; empty: none
+  // Where the token was read from, when from a file: read again as it is
+  // rotated (ReadTokenFile). A pod's bound token is replaced by the kubelet
+  // before it expires, about hourly; read once, it was sent stale.
+  std::string token_file;
   std::string client_cert_pem;  // mutual TLS, with client_key_pem
   std::string client_key_pem;
   std::string namespace_ = "default";
   std::string source;           // where this came from, for messages
 };
+
+// A token file's token, without the line end a file ends in.
+StatusOr<std::string> ReadTokenFile(const std::string& path);
 
 // Reads a kubeconfig's current context. Relative file names in it are
 // relative to `base_dir` (the file's folder).

@@ -61,6 +61,15 @@ TEST(KubeConfigTest, FilesNamedInItAreRelativeToIt) {
   EXPECT_EQ(kc->client_cert_pem, "CERT PEM");
   EXPECT_EQ(kc->client_key_pem, "KEY PEM");
   EXPECT_EQ(kc->token, "");
+  // A token file too, as client-go reads it: it had been read from where
+  // the operator was started.
+  std::ofstream(dir / "token") << "file-token\n";
+  text = WithCa("");
+  text.replace(text.find("{token: abc.def}"), 16, "{tokenFile: token}");
+  auto by_file = ParseKubeConfig(text, "kc", dir.string());
+  ASSERT_TRUE(by_file.ok()) << by_file.status().ToString();
+  EXPECT_EQ(by_file->token, "file-token");
+  EXPECT_EQ(by_file->token_file, (dir / "token").string());
 }
 
 TEST(KubeConfigTest, RefusesWhatItCannotUseWithTheReason) {
@@ -102,6 +111,7 @@ TEST(KubeConfigTest, FindsItsConfigurationInClientGosOrder) {
   ASSERT_TRUE(in_cluster.ok()) << in_cluster.status().ToString();
   EXPECT_EQ(in_cluster->server, "https://10.43.0.1:443");
   EXPECT_EQ(in_cluster->token, "pod-token");
+  EXPECT_EQ(in_cluster->token_file, (dir / "sa/token").string()) << "read again as the kubelet rotates it";
   EXPECT_EQ(in_cluster->ca_pem, "POD CA");
   EXPECT_EQ(in_cluster->namespace_, "jobs");
   vars["KUBECONFIG"] = (dir / "explicit").string();

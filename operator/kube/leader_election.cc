@@ -1,5 +1,6 @@
 #include "operator/kube/leader_election.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace edgetrain::kube {
@@ -24,6 +25,8 @@ LeaderElector::LeaderElector(KubeClient& client, Clock& clock, std::function<Wal
 
 bool LeaderElector::TryAcquireOrRenew(std::optional<TimePoint> give_up_at) {
   const TimePoint now = clock_.Now();
+  attempt_began_ = now;
+  held_by_another_ = false;
   const std::string stamp = MicroTime(wall_now_());
   const int64_t seconds = std::max<int64_t>(
       1, std::chrono::duration_cast<std::chrono::seconds>(options_.lease_duration).count());
@@ -54,15 +57,19 @@ bool LeaderElector::TryAcquireOrRenew(std::optional<TimePoint> give_up_at) {
   }
   const Json spec = lease->value("spec", Json::object());
   if (spec != observed_) {
+    // Seen now, once read, not when the read began: stamped before a read
+    // that took long, a standby counted another's renewal as older than it
+    // was, and took the lease early (found in review).
     observed_ = spec;
-    observed_at_ = now;
+    observed_at_ = clock_.Now();
   }
   const std::string holder = spec.value("holderIdentity", "");
   const Duration held_for =
       std::chrono::seconds(spec.value("leaseDurationSeconds", seconds));
   // Another holder's lease is good until we have seen it unrenewed that long.
-  if (!holder.empty() && holder != options_.identity && now < observed_at_ + held_for) {
+  if (!holder.empty() && holder != options_.identity && clock_.Now() < observed_at_ + held_for) {
     not_taken_ = "the Lease is held by " + holder + ": standing by";
+    held_by_another_ = true;
     return false;
   }
 
@@ -112,16 +119,22 @@ bool LeaderElector::Run(const std::atomic<bool>& stop, const std::function<void(
     clock_.SleepFor(options_.retry_period);
   }
   if (stop.load()) return false;
+  renewed_ = attempt_began_;
   leading_ = true;
   on_leading();
-  // Renew; give up once a renewal has not succeeded within the deadline.
-  TimePoint renewed = clock_.Now();
+  // Renew; give up once a renewal has not succeeded within the deadline, and
+  // no later: after a failed try only what is left of it is slept (a full
+  // retry period and another read had run past it by both), and no try
+  // begins past it. A lease another replica holds (it was deleted, and made
+  // anew) is lost at once.
   while (!stop.load()) {
-    clock_.SleepFor(options_.retry_period);
+    const TimePoint deadline = renewed_ + options_.renew_deadline;
+    clock_.SleepFor(std::clamp<Duration>(deadline - clock_.Now(), Duration::zero(), options_.retry_period));
     if (stop.load()) break;
-    if (TryAcquireOrRenew(renewed + options_.renew_deadline)) {
-      renewed = clock_.Now();
-    } else if (clock_.Now() - renewed >= options_.renew_deadline) {
+    const bool renewed = clock_.Now() < deadline && TryAcquireOrRenew(deadline);
+    if (renewed) {
+      renewed_ = attempt_began_;
+    } else if (held_by_another_ || clock_.Now() >= deadline) {
       leading_ = false;
       on_stopping();
       return false;

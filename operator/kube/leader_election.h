@@ -55,6 +55,12 @@ class LeaderElector {
   // Why the last try did not take or renew the lease: after leading ends by
   // losing it, why the last renewal failed. Empty when the last try held it.
   const std::string& not_taken() const { return not_taken_; }
+  // When the lease was last taken or renewed, by this replica's clock: when
+  // the try that did it began, since its write may have landed any time
+  // after. A standby may take the lease `lease_duration` after it saw that
+  // write; `on_stopping` must have stopped the leader's work by this and
+  // `renew_deadline`, which is shorter (read from `on_stopping`).
+  TimePoint renewed() const { return renewed_; }
 
  private:
   // One try to take or renew the lease; true while this replica holds it. A
@@ -73,6 +79,9 @@ class LeaderElector {
   std::atomic<bool> leading_{false};
   Json observed_;           // the lease record as last seen
   TimePoint observed_at_{}; // when it last changed, by this replica's clock
+  TimePoint attempt_began_{};   // when the last try began
+  bool held_by_another_ = false;  // the last try read another holder's lease
+  TimePoint renewed_{};
 };
 
 }  // namespace edgetrain::kube

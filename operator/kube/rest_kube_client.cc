@@ -9,6 +9,8 @@
 #include <boost/asio/ssl.hpp>
 
 #include <algorithm>
+#include <mutex>
+#include <optional>
 
 #include "operator/kube/rate_limiter.h"
 
@@ -22,6 +24,8 @@ using http::client::http_client_config;
 // The longest a watch may be silent before the connection is taken for dead:
 // past the server's own timeout, so that a quiet watch ends cleanly first.
 constexpr Duration kWatchSlack = std::chrono::seconds(30);
+// How often a token read from a file is read again.
+constexpr Duration kTokenReread = std::chrono::minutes(1);
 // How often a blocked watch read looks at the caller's stop flag.
 constexpr Duration kStopCheck = std::chrono::milliseconds(50);
 // What API Priority and Fairness adds to every response it classified.
@@ -165,6 +169,20 @@ class RestKubeClient final : public KubeClient {
  private:
   static std::string Name(const Json& object) { return object["metadata"]["name"].get<std::string>(); }
 
+  // The token as its file now holds it, read again each kTokenReread, as
+  // client-go does: the kubelet rotates a pod's bound token before it
+  // expires. What was read last stands while the file cannot be read.
+  std::string Token() const {
+    if (config_.token_file.empty()) return config_.token;
+    std::lock_guard lock(token_mu_);
+    const TimePoint now = clock_.Now();
+    if (!token_read_ || now - *token_read_ >= kTokenReread) {
+      if (StatusOr<std::string> read = ReadTokenFile(config_.token_file); read.ok() && !read->empty()) token_ = *read;
+      token_read_ = now;
+    }
+    return token_;
+  }
+
   http::http_request Request(const http::method& method, const std::string& path,
                              const std::vector<std::pair<std::string, std::string>>& query, const Json* body,
                              const std::string& content_type) const {
@@ -173,7 +191,7 @@ class RestKubeClient final : public KubeClient {
     http::http_request request(method);
     request.set_request_uri(uri.to_uri());
     request.headers().add("Accept", "application/json");
-    if (!config_.token.empty()) request.headers().add("Authorization", "Bearer " + config_.token);
+    if (const std::string token = Token(); !token.empty()) request.headers().add("Authorization", "Bearer " + token);
     if (body) request.set_body(body->dump(), content_type);
     return request;
   }
@@ -212,6 +230,9 @@ class RestKubeClient final : public KubeClient {
 
   const KubeConfig config_;
   Clock& clock_;
+  mutable std::mutex token_mu_;
+  mutable std::string token_ = config_.token;        // guarded by token_mu_
+  mutable std::optional<TimePoint> token_read_;      // guarded by token_mu_: when its file was last read
   RateLimiter limiter_;
   const bool lift_under_flow_control_;
   const std::function<void(double)> on_limit_;

@@ -3,6 +3,7 @@
 // however the bytes arrive, a quiet watch, a 410, a hung server, TLS.
 #include "operator/kube/rest_kube_client.h"
 
+#include <fstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -265,6 +266,26 @@ TEST(RestKubeClientTlsTest, VerifiesTheServerAndProvesWhoItIs) {
   wrong_token.token = "not-the-token";
   EXPECT_EQ((*MakeRestKubeClient(wrong_token, {}, clock))->Get(kConfigMaps, "default", "x").status().code(),
             StatusCode::kFailedPrecondition);
+  // A token read from a file is read again as the kubelet rotates it: read
+  // once, a pod's bound token was sent stale after it was replaced.
+  {
+    const std::string file = ::testing::TempDir() + "/rest-kube-client-token";
+    std::ofstream(file) << "not-the-token\n";
+    KubeConfig rotated = config;
+    rotated.token = "not-the-token";
+    rotated.token_file = file;
+    SimulatedClock simulated;
+    auto rotating = MakeRestKubeClient(rotated, {}, simulated);
+    ASSERT_TRUE(rotating.ok());
+    EXPECT_EQ((*rotating)->Get(kConfigMaps, "default", "x").status().code(), StatusCode::kFailedPrecondition);
+    std::ofstream(file) << config.token << "\n";  // rotated
+    simulated.Advance(std::chrono::seconds(30));
+    EXPECT_EQ((*rotating)->Get(kConfigMaps, "default", "x").status().code(), StatusCode::kFailedPrecondition)
+        << "read again each minute, not at every request";
+    simulated.Advance(std::chrono::seconds(31));
+    EXPECT_EQ((*rotating)->Get(kConfigMaps, "default", "x").status().code(), StatusCode::kNotFound)
+        << "the rotated token, read again";
+  }
   KubeConfig wrong_ca = config;
   wrong_ca.ca_pem.clear();  // the system's roots do not know the stand-in's CA
   auto refused = (*MakeRestKubeClient(wrong_ca, {}, clock))->Get(kConfigMaps, "default", "x");
