@@ -28,7 +28,12 @@ constexpr auto kSettle = std::chrono::seconds(2);
 bool WrittenWithinSettle(const fs::path& path) {
   std::error_code ec;
   const fs::file_time_type written = fs::last_write_time(path, ec);
-  return !ec && fs::file_time_type::clock::now() - written < kSettle;
+  const auto age = fs::file_time_type::clock::now() - written;
+  // One written "in the future" by more than that is of a clock that is off
+  // (a share's server, a copy that kept a device's time): taken as written
+  // just now, it waited for ever, and every file after it with it (found
+  // in review).
+  return !ec && age < kSettle && age > -kSettle;
 }
 
 // A file its writer may still be writing, in place rather than under a dot

@@ -146,6 +146,10 @@ TEST_F(SampleDirectoryTest, AFileStillBeingWrittenInPlaceWaitsForItsLastLine) {
   EXPECT_EQ(source.Look().samples, 0);
   fs::last_write_time(folder / "c.csv", fs::file_time_type::clock::now() - std::chrono::seconds(10));
   EXPECT_EQ(source.Look().samples, 1) << "settled: read as it is";
+  // Written an hour "from now" by a clock that is off: not waited for ever.
+  Put("d.csv", "0,9,10");
+  fs::last_write_time(folder / "d.csv", fs::file_time_type::clock::now() + std::chrono::hours(1));
+  EXPECT_EQ(source.Look().samples, 1) << "its time is no writer's at work";
 }
 
 // A writer stopped mid-line (killed, its disk full) leaves a file whose

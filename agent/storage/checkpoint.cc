@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -70,7 +71,7 @@ StatusOr<JobCheckpoint> DecodeFirstFormat(std::string_view bytes, const std::str
 
 }  // namespace
 
-std::string EncodeCheckpoint(const JobCheckpoint& c) {
+StatusOr<std::string> EncodeCheckpoint(const JobCheckpoint& c) {
   v1::Checkpoint m;
   m.set_job(c.job);
   m.set_plan_generation(c.plan_generation);
@@ -124,6 +125,15 @@ std::string EncodeCheckpoint(const JobCheckpoint& c) {
     t->set_stream_refused_files(w.stream_refused_files);
     t->set_stream_last_refused(w.stream_last_refused);
     t->set_node(w.node);
+  }
+  // protobuf serialises nothing past INT_MAX bytes: the model and its
+  // optimizer's state (Adam's moments: three floats a parameter, about 170
+  // million parameters) had been written as a checkpoint of nothing, which
+  // the next run refused as another job's (found in review).
+  if (const size_t size = m.ByteSizeLong(); size > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    return FailedPreconditionError("the checkpoint would be " + std::to_string(size >> 20) +
+                                   " MiB, more than one can hold (2 GiB): the model and its optimizer's state are "
+                                   "too large to be checkpointed");
   }
   const std::string message = m.SerializeAsString();
   const uint32_t crc = Crc32(message);
@@ -219,12 +229,19 @@ Status ParametersFit(const JobCheckpoint& c, const std::vector<std::vector<int64
 }
 
 Status SaveCheckpoint(const std::string& path, const JobCheckpoint& c) {
-  return WriteFileAtomically(path, EncodeCheckpoint(c));
+  EDGETRAIN_ASSIGN_OR_RETURN(const std::string encoded, EncodeCheckpoint(c));
+  return WriteFileAtomically(path, encoded);
 }
 
 StatusOr<std::optional<JobCheckpoint>> LoadCheckpoint(const std::string& path) {
+  // Absent only when the system says so: a folder that cannot be looked in
+  // (its permissions, a share gone stale) had been taken for one with no
+  // checkpoint, and the run started afresh and wrote over it (found in
+  // review).
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return std::optional<JobCheckpoint>();
+  const bool there = std::filesystem::exists(path, ec);
+  if (ec) return UnavailableError("cannot tell whether " + path + " is there: " + ec.message());
+  if (!there) return std::optional<JobCheckpoint>();
   EDGETRAIN_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
   EDGETRAIN_ASSIGN_OR_RETURN(JobCheckpoint c, DecodeCheckpoint(bytes, path));
   return std::optional<JobCheckpoint>(std::move(c));

@@ -63,7 +63,9 @@ struct JobCheckpoint {
   int64_t departed_bytes_sent = 0, departed_bytes_received = 0;
 };
 
-std::string EncodeCheckpoint(const JobCheckpoint& c);
+// FailedPrecondition for a checkpoint larger than a protobuf message can be
+// (2 GiB): serialised, it was empty, and written as a checkpoint of nothing.
+StatusOr<std::string> EncodeCheckpoint(const JobCheckpoint& c);
 StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::string& source);
 
 // FailedPrecondition where `c` holds a model of other than `shapes`' floats,

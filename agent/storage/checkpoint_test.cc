@@ -119,7 +119,7 @@ TEST(CheckpointTest, AModelOfAsManyParametersShapedOtherwiseDoesNotFit) {
   JobCheckpoint c = Sample(7);
   c.parameters.assign(6 * 16 + 16 + 16 * 4 + 4, 0.0f);
   c.parameter_shapes = {{16, 6}, {16}, {4, 16}, {4}};
-  auto decoded = DecodeCheckpoint(EncodeCheckpoint(c), "c.bin");
+  auto decoded = DecodeCheckpoint(*EncodeCheckpoint(c), "c.bin");
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_EQ(decoded->parameter_shapes, c.parameter_shapes);
   EXPECT_TRUE(ParametersFit(*decoded, {{16, 6}, {16}, {4, 16}, {4}}).ok());
@@ -138,14 +138,14 @@ TEST(CheckpointTest, AModelOfAsManyParametersShapedOtherwiseDoesNotFit) {
 TEST(CheckpointTest, AJobOfOneHasNoLedger) {
   JobCheckpoint solo = Sample(7);
   solo.ledger.reset();
-  auto decoded = DecodeCheckpoint(EncodeCheckpoint(solo), "c.bin");
+  auto decoded = DecodeCheckpoint(*EncodeCheckpoint(solo), "c.bin");
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_FALSE(decoded->ledger.has_value());
   EXPECT_EQ(decoded->iteration, 7);
   // Written before any evaluation: none, not an accuracy of 0.
   solo.accuracy.reset();
   solo.evaluated_iteration.reset();
-  decoded = DecodeCheckpoint(EncodeCheckpoint(solo), "c.bin");
+  decoded = DecodeCheckpoint(*EncodeCheckpoint(solo), "c.bin");
   ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
   EXPECT_FALSE(decoded->accuracy.has_value());
   EXPECT_FALSE(decoded->evaluated_iteration.has_value());
@@ -169,7 +169,7 @@ TEST(CheckpointTest, ATornWriteNeverReplacesAGoodCheckpoint) {
   fs::path path = dir / "checkpoint.bin";
   ASSERT_TRUE(SaveCheckpoint(path.string(), Sample(40)).ok());
   // A crash half-way through writing the next one leaves its temporary file torn.
-  std::string next = EncodeCheckpoint(Sample(80));
+  std::string next = *EncodeCheckpoint(Sample(80));
   std::ofstream(path.string() + ".tmp", std::ios::binary) << next.substr(0, next.size() / 2);
   auto loaded = LoadCheckpoint(path.string());
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
@@ -180,8 +180,21 @@ TEST(CheckpointTest, ATornWriteNeverReplacesAGoodCheckpoint) {
   EXPECT_FALSE(fs::exists(path.string() + ".tmp"));
 }
 
+// A checkpoint is absent only when the system says so: one it cannot look
+// for (a folder that cannot be searched, a share gone stale; here a link
+// that loops) had been taken for none, and the run started afresh over it.
+TEST(CheckpointTest, ACheckpointThatCannotBeLookedForIsNotTakenForNone) {
+  const fs::path dir = Dir();
+  fs::create_directory_symlink(dir / "loop", dir / "loop");
+  const auto loaded = LoadCheckpoint((dir / "loop" / "checkpoint.bin").string());
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_EQ(loaded.status().code(), StatusCode::kUnavailable) << loaded.status().ToString();
+  const auto none = LoadCheckpoint((dir / "checkpoint.bin").string());
+  ASSERT_TRUE(none.ok() && !none->has_value()) << "one that is not there is none";
+}
+
 TEST(CheckpointTest, DamagedCheckpointsAreDataLoss) {
-  const std::string good = EncodeCheckpoint(Sample(40));
+  const std::string good = *EncodeCheckpoint(Sample(40));
   struct Case {
     std::string bytes;
     const char* why;

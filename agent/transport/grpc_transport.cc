@@ -256,7 +256,12 @@ class GrpcCoordinatorStream final : public CoordinatorStream {
     if (!finished_) stream_->Finish();
   }
   Status Send(const v1::WorkerMessage& message) override {
-    if (stream_->Write(message)) return Status::Ok();
+    // Not beside Finish, which Receive calls once a read has failed: gRPC's
+    // sync streams allow a read beside a write, not a Finish (found in
+    // review). A write on a call that has ended returns at once, and Close
+    // (TryCancel) ends one held by a link, so the lock is not held long.
+    std::lock_guard lock(mu_);
+    if (!finished_ && stream_->Write(message)) return Status::Ok();
     return UnavailableError("the stream to the coordinator is closed");
   }
   StatusOr<v1::CoordinatorMessage> Receive() override {
