@@ -538,7 +538,8 @@ class OnTheStandin(KubectlTestCase):
         self.assertRegex(self.kubectl.run("get", "tj", "-n", ns).stdout, r"digits-team")
 
         # a changed value rolls the operator: its pod template changes, and only there the flag
-        p = self.helm.run("upgrade", rel, CHART, "--namespace", ns, "--reuse-values",
+        # as docs/helm.md says to upgrade: the values set kept, the chart's defaults for the rest
+        p = self.helm.run("upgrade", rel, CHART, "--namespace", ns, "--reset-then-reuse-values",
                           "--set", "operator.waits.statusInterval=2s")
         self.assertIn("has been upgraded", p.stdout)
         deployment = self.get(paths["Deployment"].format(OPERATOR_DEPLOYMENT))
@@ -553,7 +554,7 @@ class OnTheStandin(KubectlTestCase):
         self.assertEqual([(h["revision"], h["status"]) for h in history], [(1, "superseded"), (2, "deployed")])
         self.assertEqual(self.release_secrets(ns, rel)["2"]["metadata"]["labels"]["status"], "deployed")
         # the same values again: the operator does not roll
-        self.helm.run("upgrade", rel, CHART, "--namespace", ns, "--reuse-values")
+        self.helm.run("upgrade", rel, CHART, "--namespace", ns, "--reset-then-reuse-values")
         self.assertEqual(self.get(paths["Deployment"].format(OPERATOR_DEPLOYMENT))["metadata"]["generation"], 2)
 
         # uninstall: everything goes but the CRD (crds.keep), and so the jobs stay
