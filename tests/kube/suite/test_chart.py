@@ -586,6 +586,29 @@ class OnTheStandin(KubectlTestCase):
             "trainingjobs.edgetrain.dev")) is None, timeout=10, interval=0.05), "the CRD was never deleted")
         print(f"\nchart: install, upgrade, uninstall and reinstall in {time.monotonic() - t0:.1f} s")
 
+    def test_a_crd_installed_without_keep_is_not_dropped_by_an_upgrade(self):
+        # crds.install turned off on a release that installed the CRD without crds.keep:
+        # helm would delete it, and every TrainingJob with it (found in review).
+        ns, rel = "unkept", "unkept"
+        self.helm.run("install", rel, CHART, "--namespace", ns, "--create-namespace", "--set", "crds.keep=false")
+        crd = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/trainingjobs.edgetrain.dev"
+        self.assertIsNotNone(self.get(crd))
+        p = self.helm.run("upgrade", rel, CHART, "--namespace", ns, "--reset-then-reuse-values",
+                          "--set", "crds.install=false", ok=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("this release installed the TrainingJob CRD without crds.keep", p.stderr)
+        self.assertIsNotNone(self.get(crd), "the CRD stays")
+        # as the message says: kept first, then no longer installed, and the CRD stays
+        self.helm.run("upgrade", rel, CHART, "--namespace", ns, "--reset-then-reuse-values", "--set", "crds.keep=true")
+        self.helm.run("upgrade", rel, CHART, "--namespace", ns, "--reset-then-reuse-values",
+                      "--set", "crds.install=false")
+        self.assertIsNotNone(self.get(crd))
+        self.helm.run("uninstall", rel, "--namespace", ns)
+        self.assertIsNotNone(self.get(crd))
+        # left to the next test as a cluster without it
+        self.api.delete(crd)
+        self.assertTrue(wait_until(lambda: self.get(crd) is None, timeout=10))
+
     def test_refused_values_write_nothing(self):
         ns = "refused"
         for args, message in ((("--set", "operator.replicas=two"), "Invalid type. Expected: integer"),
