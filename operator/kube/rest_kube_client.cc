@@ -22,7 +22,8 @@ using http::client::http_client;
 using http::client::http_client_config;
 
 // The longest a watch may be silent before the connection is taken for dead:
-// past the server's own timeout, so that a quiet watch ends cleanly first.
+// past the server's own timeout, so that a quiet watch ends cleanly first
+// (sooner where it asked for bookmarks: RestOptions::bookmarked_watch_silence).
 constexpr Duration kWatchSlack = std::chrono::seconds(30);
 // How often a token read from a file is read again.
 constexpr Duration kTokenReread = std::chrono::minutes(1);
@@ -68,6 +69,7 @@ class RestKubeClient final : public KubeClient {
       : config_(config), clock_(clock), limiter_(options.qps, options.burst, clock),
         lift_under_flow_control_(options.lift_under_flow_control), on_limit_(options.on_limit),
         max_throttled_retries_(options.max_throttled_retries),
+        bookmarked_watch_silence_(options.bookmarked_watch_silence),
         client_(config.server, ClientConfig(config, options.request_timeout)) {
     if (on_limit_) on_limit_(options.qps);
   }
@@ -115,8 +117,9 @@ class RestKubeClient final : public KubeClient {
     if (options.bookmarks) query.emplace_back("allowWatchBookmarks", "true");
     if (!options.label_selector.empty()) query.emplace_back("labelSelector", options.label_selector);
     if (!options.field_selector.empty()) query.emplace_back("fieldSelector", options.field_selector);
+    const Duration ends = std::chrono::seconds(options.timeout_seconds) + kWatchSlack;
     http_client watcher(config_.server,
-                        ClientConfig(config_, std::chrono::seconds(options.timeout_seconds) + kWatchSlack));
+                        ClientConfig(config_, options.bookmarks ? std::min(ends, bookmarked_watch_silence_) : ends));
     pplx::cancellation_token_source cancel;
     // A read blocked on a quiet watch ends when the caller stops us.
     std::atomic<bool> done{false};
@@ -237,6 +240,7 @@ class RestKubeClient final : public KubeClient {
   const bool lift_under_flow_control_;
   const std::function<void(double)> on_limit_;
   const int max_throttled_retries_;
+  const Duration bookmarked_watch_silence_;
   http_client client_;
 };
 

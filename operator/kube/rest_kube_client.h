@@ -32,6 +32,12 @@ struct RestOptions {
   // at most. The Lease's client asks none again: its renewal must end within
   // the renew deadline, and the elector tries again every retry period.
   int max_throttled_retries = 10;
+  // A watch that asked for bookmarks and has heard nothing for this long is
+  // taken for a dead connection, past three of the minutes between the
+  // bookmarks a server's watch cache sends. A connection left half-open by a
+  // link that flapped had gone unnoticed for the watch's whole 5-10 minutes,
+  // every change meanwhile missed (found in review).
+  Duration bookmarked_watch_silence = std::chrono::minutes(3);
 };
 
 StatusOr<std::unique_ptr<KubeClient>> MakeRestKubeClient(const KubeConfig& config, const RestOptions& options,

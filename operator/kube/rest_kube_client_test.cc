@@ -173,6 +173,26 @@ TEST_F(RestKubeClientTest, AWatchFromACompactedVersionGetsA410AndAStoppedOneEnds
   EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(2));
 }
 
+// A watch that asked for bookmarks and hears nothing, not even a bookmark, is
+// taken for a dead connection after its silence: one left half-open by a
+// link that flapped had gone unnoticed for the watch's whole 5-10 minutes.
+TEST_F(RestKubeClientTest, ABookmarkedWatchThatHearsNothingIsTakenForDead) {
+  RestOptions options;
+  options.bookmarked_watch_silence = seconds(1);
+  client_ = Client(options);
+  Watching w;
+  WatchOptions watch;
+  watch.timeout_seconds = 60;
+  Watch(w, watch);
+  ASSERT_TRUE(standin_->Hook("pause").ok());  // nothing more comes
+  const auto t0 = std::chrono::steady_clock::now();
+  w.thread.join();
+  const auto took = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(standin_->Hook("resume").ok());
+  EXPECT_EQ(w.ended.code(), StatusCode::kUnavailable) << w.ended.ToString();
+  EXPECT_LT(took, seconds(10)) << "not the watch's 60 s and its slack";
+}
+
 TEST_F(RestKubeClientTest, AHungServerTimesOutAsUnavailableAndIsUsableOnceBack) {
   RestOptions options;
   options.request_timeout = seconds(1);
