@@ -41,7 +41,8 @@ std::map<std::string, std::string> AgentThreadsEnv(int threads);
 // `env` is set in its environment besides this one's. Cancelled, the agent
 // killed, once `interrupted` is set: it runs in its own process group, which
 // a terminal's Ctrl-C does not reach.
-StatusOr<AgentAnswer> AskAgent(const std::vector<std::string>& command, const std::map<std::string, std::string>& env = {},
+StatusOr<AgentAnswer> AskAgent(const std::vector<std::string>& command,
+                               const std::map<std::string, std::string>& env = {},
                                const std::atomic<bool>* interrupted = nullptr);
 
 // Where a person finds one agent's GET /metrics (and the coordinator's /progress).

@@ -772,7 +772,8 @@ class FolderCheckpoint {
 // failure.
 std::string StorageAtFault(const std::string& why, const std::string& folder, const std::string& checkpoint_path) {
   std::error_code ec;
-  if (why.find("No space left on device") != std::string::npos || why.find("Disk quota exceeded") != std::string::npos) {
+  const auto said = [&](const char* words) { return why.find(words) != std::string::npos; };
+  if (said("No space left on device") || said("Disk quota exceeded")) {
     // Written beside the one kept, then renamed over it: room for two.
     const auto bytes = fs::file_size(checkpoint_path, ec);
     return folder + "'s file system is full" +
@@ -780,8 +781,8 @@ std::string StorageAtFault(const std::string& why, const std::string& folder, co
                                      std::to_string(bytes / 1000000 + 1) + " MB more") +
            "; free room there, or give another --output";
   }
-  for (const char* said : {"Read-only file system", "Permission denied", "Operation not permitted"}) {
-    if (why.find(said) != std::string::npos) return folder + " cannot be written now (" + said + "); once it can";
+  for (const char* words : {"Read-only file system", "Permission denied", "Operation not permitted"}) {
+    if (said(words)) return folder + " cannot be written now (" + words + "); once it can";
   }
   return "";
 }

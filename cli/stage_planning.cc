@@ -92,7 +92,8 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   EDGETRAIN_RETURN_IF_ERROR(CheckStagesAsked(job, asked, micro_batches, run.job.workers.size()));
   const std::string& stages = asked.stages;
   EDGETRAIN_ASSIGN_OR_RETURN(std::vector<NodeView> devices, DevicesAsPlaced(run.job.workers, profile));
-  EDGETRAIN_ASSIGN_OR_RETURN(ProfiledModel measured, ProfileJobLayers(job, agent_binary, run.job.intra_op_threads, interrupted));
+  EDGETRAIN_ASSIGN_OR_RETURN(ProfiledModel measured,
+                             ProfileJobLayers(job, agent_binary, run.job.intra_op_threads, interrupted));
   EDGETRAIN_ASSIGN_OR_RETURN(PipelineProblem problem,
                              PipelineProblemOf(job.spec, devices, std::move(measured.layers), measured.transport,
                                                measured.stage_pass));

@@ -214,8 +214,8 @@ TEST(HttpServerTest, ARequestWithABodyIsRefusedAtOnceAndHoldsNoWorker) {
   const std::string& address = (*server)->address();
   std::vector<int> trickling;
   for (const char* method : {"POST", "PUT", "PATCH", "DELETE", "POST", "POST", "POST", "POST"}) {
-    trickling.push_back(ClientSent(address, std::string(method) +
-                                                " /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\nab"));
+    const std::string head = std::string(method) + " /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n";
+    trickling.push_back(ClientSent(address, head + "ab"));
   }
   for (int fd : trickling) EXPECT_EQ(StatusLineWithin(fd, std::chrono::seconds(2)), "HTTP/1.1 405 Method Not Allowed");
   const int get_with_body =

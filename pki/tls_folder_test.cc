@@ -42,7 +42,9 @@ TEST(TlsFolderTest, ALinkPlantedBesideTheKeyIsNotFollowed) {
   std::filesystem::create_directories(dir);
   const auto loot = dir.parent_path() / "loot";
   std::ofstream(loot) << "untouched";
-  for (const char* name : {"tls.key.tmp", "tls.crt.tmp", "ca.crt.tmp"}) std::filesystem::create_symlink(loot, dir / name);
+  for (const char* name : {"tls.key.tmp", "tls.crt.tmp", "ca.crt.tmp"}) {
+    std::filesystem::create_symlink(loot, dir / name);
+  }
   ASSERT_TRUE(WriteTlsFolder(dir.string(), "CA", {"CERT", "KEY"}).ok());
   std::stringstream kept;
   kept << std::ifstream(loot).rdbuf();
