@@ -1,12 +1,15 @@
 #include "http/socket_address.h"
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace edgetrain::http {
@@ -81,6 +84,36 @@ int FreeLoopbackPorts(int count) {
     if (whole) return first;
   }
   return 0;
+}
+
+std::string WhyNoListening(const std::string& address) {
+  const StatusOr<HostPort> hp = SplitHostPort(address);
+  if (!hp.ok()) return hp.status().message();
+  if (const StatusOr<int> port = ParsePort(hp->port); !port.ok()) return port.status().message();
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const std::string host = hp->host.empty() ? "0.0.0.0" : hp->host;
+  if (const int failed = ::getaddrinfo(host.c_str(), hp->port.c_str(), &hints, &found); failed != 0) {
+    return host + ": " + ::gai_strerror(failed);
+  }
+  std::string why = "no address of " + host;
+  for (addrinfo* a = found; a; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      continue;
+    }
+    const int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    const bool bound = ::bind(fd, a->ai_addr, a->ai_addrlen) == 0;
+    why = bound ? "" : std::strerror(errno);
+    ::close(fd);
+    if (bound) break;
+  }
+  ::freeaddrinfo(found);
+  return why;
 }
 
 bool IsLoopbackHost(const std::string& host) {

@@ -17,6 +17,12 @@ StatusOr<HostPort> SplitHostPort(const std::string& address);
 // so "+80", " 80", "80a" and "99999" are errors, not a port that was not meant.
 StatusOr<int> ParsePort(const std::string& port);
 
+// Why a listening socket cannot be bound at `address` ("HOST:PORT") now, in
+// the system's words ("Address already in use", "Cannot assign requested
+// address"), or "" when one can: for a server whose own failure says no
+// more (gRPC's "cannot listen").
+std::string WhyNoListening(const std::string& address);
+
 // Whether `host` (as SplitHostPort gives it) is this machine's loopback:
 // localhost, 127.0.0.0/8 or ::1.
 bool IsLoopbackHost(const std::string& host);

@@ -34,6 +34,18 @@ TEST(SocketAddressTest, APortIsDigitsFromZeroTo65535) {
   }
 }
 
+// Why a server could not listen, in the system's words: gRPC's failure to
+// listen said nothing of it, a port in use read as an address not this
+// machine's (found in review).
+TEST(SocketAddressTest, WhyNoListeningSaysWhatTheSystemSays) {
+  auto server = HttpServer::Start("127.0.0.1:0");
+  ASSERT_TRUE(server.ok());
+  EXPECT_EQ(WhyNoListening((*server)->address()), "Address already in use");
+  EXPECT_EQ(WhyNoListening("192.0.2.1:0"), "Cannot assign requested address") << "not this machine's";
+  EXPECT_EQ(WhyNoListening("127.0.0.1:0"), "");
+  EXPECT_NE(WhyNoListening("127.0.0.1:99999").find("not a port number"), std::string::npos);
+}
+
 // `edgetrain run --http-port P` puts its agents on P, P+1, ...: a test that
 // chooses P needs the whole run free, not its first port alone.
 TEST(SocketAddressTest, ARunOfFreePortsCanAllBeServedOn) {

@@ -13,6 +13,7 @@
 
 #include "agent/transport/peer_protocol.h"
 #include "agent/transport/transport.h"
+#include "http/socket_address.h"
 #include "pki/job_identity.h"
 #include "edgetrain/v1/training.grpc.pb.h"
 
@@ -305,6 +306,10 @@ StatusOr<std::unique_ptr<TrainingServer>> StartTrainingServer(const std::string&
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  // gRPC sets SO_REUSEPORT by default, with which a second agent told the
+  // same --listen port bound it too, and the kernel split the workers'
+  // connections between the two (found writing the test of a port in use).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   if (keepalive) {
     const auto ms = static_cast<int>(std::clamp<int64_t>(
         std::chrono::duration_cast<std::chrono::milliseconds>(*keepalive).count(), 1, std::numeric_limits<int>::max()));
@@ -312,7 +317,13 @@ StatusOr<std::unique_ptr<TrainingServer>> StartTrainingServer(const std::string&
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, ms);
   }
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server || port == 0) return UnavailableError("cannot listen for workers on " + address);
+  // Said with why, as the system says it: gRPC says only that it failed, and
+  // a port in use read the same as an address not this machine's (found in
+  // review).
+  if (!server || port == 0) {
+    const std::string why = http::WhyNoListening(address);
+    return UnavailableError("cannot listen for workers on " + address + (why.empty() ? "" : ": " + why));
+  }
   std::string bound = address.substr(0, address.rfind(':')) + ":" + std::to_string(port);
   return std::unique_ptr<TrainingServer>(std::make_unique<GrpcTrainingServer>(std::move(service), std::move(server), bound));
 }

@@ -51,6 +51,17 @@ struct Server {
   const std::string& address() const { return server->address(); }
 };
 
+// A server that cannot listen says why, in the system's words: gRPC's
+// failure said only "cannot listen" (found in review). A port another
+// listens on is one: gRPC's SO_REUSEPORT had let a second bind it too.
+TEST(PeerProtocolTest, AServerThatCannotListenSaysWhy) {
+  Server first(TransportSecurity::Insecure());
+  Sessions sessions;
+  auto second = StartTrainingServer(first.address(), TransportSecurity::Insecure(), sessions, sessions);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().message(), "cannot listen for workers on " + first.address() + ": Address already in use");
+}
+
 TEST(PeerProtocolTest, EachServerIsToldByWhatItAnswers) {
   Server plaintext(TransportSecurity::Insecure());
   EXPECT_EQ(ProbePeerProtocol(plaintext.address(), /*greet_as_tls=*/false, seconds(5)), PeerProtocol::kPlaintextHttp2);
