@@ -768,21 +768,25 @@ class FolderCheckpoint {
 // what running again does. `inputs_at_fault`: running the same command fails
 // the same way.
 // What the output folder's file system said, where the run failed on it
-// ("No space left on device"), and what to do first: empty for any other
-// failure.
+// ("No space left on device"), and what to do first, said so that what to
+// do next follows it ("..., then run ..."): empty for any other failure.
 std::string StorageAtFault(const std::string& why, const std::string& folder, const std::string& checkpoint_path) {
   std::error_code ec;
   const auto said = [&](const char* words) { return why.find(words) != std::string::npos; };
   if (said("No space left on device") || said("Disk quota exceeded")) {
     // Written beside the one kept, then renamed over it: room for two.
     const auto bytes = fs::file_size(checkpoint_path, ec);
+    // Its own size, not rounded up to a unit: "1 MB" of a 49 kB checkpoint
+    // on a 1 MB file system read as past mending (a new user's trial).
     return folder + "'s file system is full" +
            (ec ? std::string() : ": a checkpoint is written beside the one kept, so another needs " +
-                                     std::to_string(bytes / 1000000 + 1) + " MB more") +
-           "; free room there, or give another --output";
+                                     (bytes < 10'000'000 ? std::to_string((bytes + 999) / 1000) + " kB"
+                                                          : std::to_string((bytes + 999'999) / 1'000'000) + " MB") +
+                                     " more") +
+           "; free room there, or give another --output, then ";
   }
   for (const char* words : {"Read-only file system", "Permission denied", "Operation not permitted"}) {
-    if (said(words)) return folder + " cannot be written now (" + words + "); once it can";
+    if (said(words)) return folder + " cannot be written now (" + words + "); once it can, ";
   }
   return "";
 }
@@ -809,7 +813,7 @@ void SayWhatTheFailureLeft(const FolderCheckpoint& checkpoint, const LocalRunPla
         << "a run of this job into " << folder << " refuses it: give another --output, or --fresh to start over\n";
   } else if (resumable) {
     err << "the job's checkpoint in " << folder << checkpoint.AtIteration() << " is kept: "
-        << (storage.empty() ? "" : storage + ", then ") << HowToResume(options) << "\n";
+        << storage << HowToResume(options) << "\n";
   } else if (inputs_at_fault) {
     // One an earlier run left is said too: "no checkpoint was written" read
     // as none there, beside an earlier run's at iteration 141 (a user's
@@ -820,7 +824,7 @@ void SayWhatTheFailureLeft(const FolderCheckpoint& checkpoint, const LocalRunPla
                                      : std::string())
         << "; the same command fails the same way until what the error says is dealt with\n";
   } else if (!storage.empty() && !checkpoint.EarlierLeft()) {
-    err << "no checkpoint was written in " << folder << ": " << storage << ", then run again (it starts over)\n";
+    err << "no checkpoint was written in " << folder << ": " << storage << "run again (it starts over)\n";
   } else {
     const int every = plan.job.spec.fault_tolerance.checkpoint_every;
     err << "no checkpoint was written in " << folder

@@ -1188,6 +1188,26 @@ TEST_F(RunCommandTest, InterruptWhileAWorkerStartsStopsTheRunAtOnce) {
   EXPECT_FALSE(ProcessRunningWith("--job=digits-hung-worker")) << "no agent left behind";
 }
 
+// A checkpoint that cannot be written for a full disk says so, and what to
+// do before running again: "run the same command again" alone sent a user
+// round the same failure at every checkpoint (a new user's trial). /dev/full
+// stands for the disk: the checkpoint's temporary is written through it.
+TEST_F(RunCommandTest, ARunFailedOnAFullDiskSaysToFreeRoomBeforeRunningAgain) {
+  const fs::path out = dir_ / "out";
+  fs::create_directories(out);
+  fs::create_symlink("/dev/full", out / "checkpoint.bin.tmp");
+  const std::string spec = "  model: {name: mlp, hidden: [16]}\n  data: {dataset: digits, batchSize: 32}\n"
+                           "  budget: {epochs: 1}\n  faultTolerance: {checkpointEvery: 5}\n";
+  Outcome run = Execute({"run", Manifest("digits-full", spec), "--output", out.string()});
+  EXPECT_EQ(run.exit, 1) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("No space left on device"), std::string::npos) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("no checkpoint was written in " + out.string() + ": " + out.string() +
+                                 "'s file system is full; free room there, or give another --output, then run "
+                                 "again (it starts over)"),
+            std::string::npos)
+      << run.stderr_text;
+}
+
 // A Ctrl-C as the first agent starts (before it serves) is an interrupt
 // like one a moment later: it had been said as a failure ("error: interrupted
 // while agent 0 started", stop reason "failed") and its logs kept (a new

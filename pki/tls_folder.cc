@@ -108,6 +108,12 @@ std::string WhoElseMayRead(const std::string& dir) {
 Status WriteTlsFolder(const std::string& dir, const std::string& ca_pem, const KeyPair& agent) {
   std::error_code ec;
   if (!std::filesystem::exists(dir, ec)) {
+    // A link to a folder not made yet is not followed to make it: named, it
+    // read "cannot make DIR: File exists" (a new user's trial).
+    if (std::filesystem::is_symlink(dir, ec)) {
+      return InvalidArgumentError(dir + " is a link to " + std::filesystem::read_symlink(dir, ec).string() +
+                                  ", which does not exist: make that folder first, or name another");
+    }
     std::filesystem::create_directories(dir, ec);
     if (ec) return UnavailableError("cannot make " + dir + ": " + ec.message());
     std::filesystem::permissions(dir, std::filesystem::perms::owner_all, ec);

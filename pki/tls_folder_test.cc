@@ -81,6 +81,21 @@ TEST(TlsFolderTest, CredentialsAnotherUserCouldSwapOrReadAreSaidSo) {
   ::chmod(dir.c_str(), 0700);
 }
 
+// A link to a folder not made yet is said so, not "File exists" (a new
+// user's trial), and nothing is made where it points.
+TEST(TlsFolderTest, ALinkToAFolderNotMadeYetIsSaidSo) {
+  const auto dir = std::filesystem::path(testing::TempDir()) / "tls-folder-dangling";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::create_directory_symlink(dir / "not-yet", dir / "link");
+  const Status written = WriteTlsFolder((dir / "link").string(), "CA", {"CERT", "KEY"});
+  ASSERT_FALSE(written.ok());
+  EXPECT_EQ(written.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(written.message(), (dir / "link").string() + " is a link to " + (dir / "not-yet").string() +
+                                   ", which does not exist: make that folder first, or name another");
+  EXPECT_FALSE(std::filesystem::exists(dir / "not-yet"));
+}
+
 TEST(TlsFolderTest, AMissingFileIsNamed) {
   const auto dir = std::filesystem::path(testing::TempDir()) / "tls-folder-missing";
   std::filesystem::remove_all(dir);
