@@ -138,12 +138,15 @@ class WorkerRun {
         }
       }
       const TimePoint hello_sent = clock_.Now();
-      auto first = stream->Send(hello).ok() ? stream->Receive()
-                                            : StatusOr<v1::CoordinatorMessage>(UnavailableError("hello not sent"));
+      // A hello the stream did not take is no answer: the stream's end,
+      // read next, says why. A coordinator that refused this worker's
+      // certificate at once had its refusal read as "hello not sent", which
+      // was tried again (and refused, and counted, twice: the full suite's).
+      (void)stream->Send(hello);
+      auto first = stream->Receive();
       if (first.ok() && first->has_send_model()) {
-        first = stream->Send(CopyOfModel()).ok()
-                    ? stream->Receive()
-                    : StatusOr<v1::CoordinatorMessage>(UnavailableError("copy of the model not sent"));
+        (void)stream->Send(CopyOfModel());
+        first = stream->Receive();
       }
       if (!first.ok()) {
         if (first.status().code() == StatusCode::kFailedPrecondition) return first.status();
