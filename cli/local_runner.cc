@@ -779,10 +779,9 @@ std::string StorageAtFault(const std::string& why, const std::string& folder, co
     // Its own size, not rounded up to a unit: "1 MB" of a 49 kB checkpoint
     // on a 1 MB file system read as past mending (a new user's trial).
     return folder + "'s file system is full" +
-           (ec ? std::string() : ": a checkpoint is written beside the one kept, so another needs " +
-                                     (bytes < 10'000'000 ? std::to_string((bytes + 999) / 1000) + " kB"
-                                                          : std::to_string((bytes + 999'999) / 1'000'000) + " MB") +
-                                     " more") +
+           (ec ? std::string()
+               : ": a checkpoint is written beside the one kept, so another needs " +
+                     SizeText(static_cast<double>(bytes)) + " more") +
            "; free room there, or give another --output, then ";
   }
   for (const char* words : {"Read-only file system", "Permission denied", "Operation not permitted"}) {

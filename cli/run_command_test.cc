@@ -57,6 +57,16 @@ class RunCommandTest : public testing::Test {
     return ChildProcess::Spawn(args, (dir_ / "stderr.log").string(), {{"TMPDIR", dir_.string()}});
   }
 
+  // An agent for the run to start: a shell script whose `lines` run first
+  // (a case on its arguments, say), then the real agent with its arguments.
+  fs::path AgentThat(const std::string& name, const std::string& lines) {
+    const fs::path agent = dir_ / name;
+    std::ofstream(agent) << "#!/bin/sh\n"
+                         << lines << "exec " << EDGETRAIN_BINARY_DIR << "/bin/edgetrain-agent \"$@\"\n";
+    fs::permissions(agent, fs::perms::owner_all);
+    return agent;
+  }
+
   std::vector<fs::path> RunFolders() {
     std::vector<fs::path> found;
     for (const auto& e : fs::directory_iterator(dir_)) {
@@ -1138,10 +1148,8 @@ TEST_F(RunCommandTest, AnAgentThatDiesIsARuntimeFailureWithItsLog) {
 // succeeds, saying so (it failed the run: a user's trial). Its own failure,
 // as above, would fail it again, and fails the run.
 TEST_F(RunCommandTest, ATeamsWorkerKilledAsItStartsIsADeviceLostAndTheTeamStartsWithoutIt) {
-  const fs::path agent = dir_ / "agent-rank-1-killed";
-  std::ofstream(agent) << "#!/bin/sh\ncase \"$*\" in *--role=worker*--rank=1\\ *) kill -KILL $$;; esac\nexec "
-                       << EDGETRAIN_BINARY_DIR << "/bin/edgetrain-agent \"$@\"\n";
-  fs::permissions(agent, fs::perms::owner_all);
+  const fs::path agent =
+      AgentThat("agent-rank-1-killed", "case \"$*\" in *--role=worker*--rank=1\\ *) kill -KILL $$;; esac\n");
   const std::string spec = R"(  model: {name: mlp, hidden: [16]}
   data: {dataset: digits, batchSize: 32}
   parallelism: {workers: 3}
@@ -1167,10 +1175,7 @@ TEST_F(RunCommandTest, ATeamsWorkerKilledAsItStartsIsADeviceLostAndTheTeamStarts
 // Each wait had run to its 60 s, unheard, and then blamed the worker (found
 // in review).
 TEST_F(RunCommandTest, InterruptWhileAWorkerStartsStopsTheRunAtOnce) {
-  const fs::path agent = dir_ / "agent-worker-hangs";
-  std::ofstream(agent) << "#!/bin/sh\ncase \"$*\" in *--role=worker*) exec sleep 600;; esac\nexec "
-                       << EDGETRAIN_BINARY_DIR << "/bin/edgetrain-agent \"$@\"\n";
-  fs::permissions(agent, fs::perms::owner_all);
+  const fs::path agent = AgentThat("agent-worker-hangs", "case \"$*\" in *--role=worker*) exec sleep 600;; esac\n");
   const std::string spec = "  model: {name: mlp, hidden: [16]}\n  data: {dataset: digits, batchSize: 32}\n"
                            "  parallelism: {workers: 2}\n  budget: {epochs: 1}\n";
   auto child = Start({"run", Manifest("digits-hung-worker", spec), "--agent", agent.string(), "--output",
@@ -1213,11 +1218,9 @@ TEST_F(RunCommandTest, ARunFailedOnAFullDiskSaysToFreeRoomBeforeRunningAgain) {
 // while agent 0 started", stop reason "failed") and its logs kept (a new
 // user's trial).
 TEST_F(RunCommandTest, InterruptAsTheFirstAgentStartsIsNoFailure) {
-  const fs::path agent = dir_ / "agent-starts-slowly";
   const fs::path started = dir_ / "agent-started";
   // A length of sleep no other test's agent takes, to be found by.
-  std::ofstream(agent) << "#!/bin/sh\ntouch " << started.string() << "\nexec sleep 598\n";
-  fs::permissions(agent, fs::perms::owner_all);
+  const fs::path agent = AgentThat("agent-starts-slowly", "touch " + started.string() + "\nexec sleep 598\n");
   auto child = Start({"run", Manifest("digits-early", kDigitsSpec), "--agent", agent.string(), "--json", "--output",
                       (dir_ / "out").string()});
   ASSERT_TRUE(child.ok());
@@ -1243,11 +1246,9 @@ TEST_F(RunCommandTest, InterruptAsTheFirstAgentStartsIsNoFailure) {
 // and the run at once: it was heard only once they were measured, seconds
 // later, after the plan it would no longer run was printed.
 TEST_F(RunCommandTest, InterruptWhileTheLayersAreMeasuredStopsTheMeasuring) {
-  const fs::path agent = dir_ / "agent-measures-forever";
   // A length of sleep no other test's agent takes, to be found by.
-  std::ofstream(agent) << "#!/bin/sh\ncase \"$1\" in profile-layers) exec sleep 597;; esac\nexec "
-                       << EDGETRAIN_BINARY_DIR << "/bin/edgetrain-agent \"$@\"\n";
-  fs::permissions(agent, fs::perms::owner_all);
+  const fs::path agent =
+      AgentThat("agent-measures-forever", "case \"$1\" in profile-layers) exec sleep 597;; esac\n");
   const std::string spec = "  model: {name: mlp, hidden: [16]}\n  data: {dataset: digits, batchSize: 32}\n"
                            "  parallelism: {mode: pipeline, workers: 2}\n  budget: {epochs: 1}\n";
   auto child = Start({"run", Manifest("digits-measured", spec), "--agent", agent.string(), "--output",

@@ -270,6 +270,11 @@ ComputingAlone ComputingAloneOf(const JobSpec& spec, const JobProgress& p) {
   return alone;
 }
 
+std::string SizeText(double bytes) {
+  return bytes >= 10e6 ? Fixed(bytes / 1e6, 0) + " MB" : bytes >= 0.1e6 ? Fixed(bytes / 1e6, 1) + " MB"
+                                                                          : Fixed(bytes / 1e3, 0) + " kB";
+}
+
 std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p) {
   if (p.workers.empty() || p.iteration <= 0 || p.elapsed_s <= 0) return "";
   // Batches that vary (a stream's, weighted ones) make the team's iteration a
@@ -287,13 +292,7 @@ std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p) {
                        static_cast<double>(StepCostOf(spec).parameters);
   const double up = static_cast<double>(BytesSent(p)), down = static_cast<double>(BytesReceived(p));
   const ComputingAlone alone = ComputingAloneOf(spec, p);
-  // Megabytes as the table gives them, to as many places as a small total
-  // needs: "0 MB up" was said of 148,955 bytes, which the table gave as 0.1.
-  auto megabytes = [](double bytes) {
-    return bytes >= 10e6 ? Fixed(bytes / 1e6, 0) + " MB" : bytes >= 0.1e6 ? Fixed(bytes / 1e6, 1) + " MB"
-                                                                            : Fixed(bytes / 1e3, 0) + " kB";
-  };
-  std::string said = "on the wire " + megabytes(up) + " up and " + megabytes(down) + " down";
+  std::string said = "on the wire " + SizeText(up) + " up and " + SizeText(down) + " down";
   if (whole > 0) {
     // Over 100% uncompressed: each row's header and each message's framing
     // on top of its floats, and the pushes a silent worker sends to say it

@@ -28,6 +28,11 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
 // (and their share of bsp's float32 rows both ways every iteration), the
 // workers' stall, and the team's iteration rate against the rate of the same
 // workers computing without a wait ("" before its first iteration).
+// Bytes in megabytes as the run's table gives them, to as many places as a
+// small total needs ("0 MB up" was said of 148,955 bytes, which the table gave
+// as 0.1), and in kB under 0.1 MB.
+std::string SizeText(double bytes);
+
 std::string WhatTheTeamGained(const JobSpec& spec, const JobProgress& p);
 // The team's pace had no worker waited, each at its own: team iterations a
 // second (samples, for batches that vary); unset when not every worker's
