@@ -93,7 +93,7 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
       refused.insert(refused.end(), scan.refused.begin(), scan.refused.end());
       cut_short.insert(cut_short.end(), scan.cut_short.begin(), scan.cut_short.end());
       parts.emplace_back();
-      for (int64_t label : folder.samples().labels) {
+      for (int64_t label : folder.held().labels) {
         parts.back().push_back(static_cast<int64_t>(labels.size()));
         labels.push_back(label);
       }

@@ -54,6 +54,11 @@ double SampleStream::WhenBuffered(int64_t samples) const {
   return rate_.WhenArrived(static_cast<double>(arrived_ + missing));
 }
 
+std::optional<int64_t> SampleStream::Oldest() const {
+  if (buffer_.empty()) return std::nullopt;
+  return buffer_.front();
+}
+
 StreamCounts SampleStream::counts() const {
   return {arrived_, dropped_, consumed_, static_cast<int64_t>(buffer_.size())};
 }

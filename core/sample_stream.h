@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <vector>
 
 #include "core/batch_order.h"
@@ -42,6 +43,10 @@ class SampleStream {
   // When the buffer will hold `samples`, if nothing is taken meanwhile: the
   // time to wait for a batch's minimum. Never, beyond the capacity.
   double WhenBuffered(int64_t samples) const;
+
+  // The oldest sample in the buffer, if any: those that arrived before it
+  // are not asked for again.
+  std::optional<int64_t> Oldest() const;
 
   StreamCounts counts() const;
   // The counts as CatchUp(seconds) would leave them, without drawing a

@@ -116,13 +116,17 @@ TEST(SampleStreamTest, SamplesFromARealSourceJoinTheBufferAsTheRatesWould) {
   s.CatchUp(100);
   EXPECT_EQ(s.counts().arrived, 0);
   EXPECT_EQ(s.WhenBuffered(1), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(s.Oldest(), std::nullopt);
   s.Arrive(10, 3);  // samples 10, 11, 12
   EXPECT_EQ(s.Take(2), (std::vector<int64_t>{10, 11}));
+  EXPECT_EQ(s.Oldest(), 12) << "the source may forget those before it";
   // Six at once into a buffer of four holding one: the oldest go.
   s.Arrive(13, 6);  // 13..18
   EXPECT_EQ(s.counts().arrived, 9);
   EXPECT_EQ(s.counts().dropped, 3);
+  EXPECT_EQ(s.Oldest(), 15);
   EXPECT_EQ(s.Take(10), (std::vector<int64_t>{15, 16, 17, 18}));
+  EXPECT_EQ(s.Oldest(), std::nullopt);
 }
 
 TEST(SampleStreamTest, DefaultsFollowTheBatch) {

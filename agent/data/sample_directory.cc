@@ -153,7 +153,7 @@ SampleDirectory::SampleDirectory(std::string folder, const DatasetInfo& info, st
 
 SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
   Scan scan;
-  scan.first = samples_.size();
+  scan.first = first_held_ + samples_.size();
   std::error_code ec;
   std::vector<fs::path> fresh;
   std::string skip;
@@ -223,7 +223,7 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
       // files before it are, so that a resumed run does not refuse it again
       // (its refusal is counted over the runs, core/team_accounts.h).
       std::lock_guard lock(mu_);
-      files_.emplace_back(samples_.size(), path.filename().string());
+      files_.emplace_back(first_held_ + samples_.size(), path.filename().string());
       continue;
     }
     const int64_t n = read->size();
@@ -251,7 +251,7 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
     samples_.labels.insert(samples_.labels.end(), read->labels.begin(), read->labels.end());
     scan.samples += n;
     std::lock_guard lock(mu_);
-    files_.emplace_back(samples_.size(), path.filename().string());
+    files_.emplace_back(first_held_ + samples_.size(), path.filename().string());
   }
   return scan;
 }
@@ -276,6 +276,20 @@ std::string SampleDirectory::OutsideRange(const Dataset& read, const std::string
        << range_->low << " to " << range_->high
        << " (pixels, scaled): divide each by the largest a pixel can be (16, 255), and put the label first";
   return said.str();
+}
+
+void SampleDirectory::ForgetBefore(int64_t first) {
+  const int64_t passed = std::min(first - first_held_, samples_.size());
+  // Erasing from the front moves what stays: only once what goes is as much.
+  if (passed <= 0 || passed * 2 < samples_.size()) return;
+  const auto sample = static_cast<size_t>(samples_.SampleSize());
+  samples_.features.erase(samples_.features.begin(),
+                          samples_.features.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(passed) * sample));
+  samples_.labels.erase(samples_.labels.begin(), samples_.labels.begin() + static_cast<std::ptrdiff_t>(passed));
+  // The capacity too: a burst that filled the buffer once is not held for ever.
+  samples_.features.shrink_to_fit();
+  samples_.labels.shrink_to_fit();
+  first_held_ += passed;
 }
 
 SampleDirectory::Through SampleDirectory::ReadThrough(int64_t taken) const {

@@ -48,15 +48,45 @@ TEST_F(SampleDirectoryTest, EachFileIsReadOnceWhenItAppearsInNameOrder) {
   EXPECT_EQ(scan.first, 0);
   EXPECT_EQ(scan.samples, 3);
   EXPECT_TRUE(scan.refused.empty());
-  EXPECT_EQ(source.samples().labels, (std::vector<int64_t>{0, 1, 2}));  // a.csv first
+  EXPECT_EQ(source.held().labels, (std::vector<int64_t>{0, 1, 2}));  // a.csv first
   std::vector<float> x(2);
-  source.samples().CopySamples(2, 1, x.data());
+  source.held().CopySamples(2, 1, x.data());
   EXPECT_EQ(x, (std::vector<float>{0.5f, 0.25f}));
   EXPECT_EQ(source.Look().samples, 0) << "read once";
   Put("c.csv", "1,7,8\n");
   scan = source.Look();
   EXPECT_EQ(scan.first, 3);
   EXPECT_EQ(scan.samples, 1);
+}
+
+// What the buffer has passed goes, in lumps of at least half of what is
+// held; indices go on counting from the first sample ever read, and a
+// resumed run's ReadThrough still counts the forgotten files' samples.
+TEST_F(SampleDirectoryTest, SamplesTheBufferHasPassedAreForgottenAndIndicesGoOn) {
+  SampleDirectory source(folder.string(), kInfo);
+  Put("1.csv", "0,1,2\n1,3,4\n2,5,6\n");
+  Put("2.csv", "1,7,8\n");
+  ASSERT_EQ(source.Look().samples, 4);
+  source.ForgetBefore(1);
+  EXPECT_EQ(source.first_held(), 0) << "a quarter passed: kept until half is";
+  source.ForgetBefore(3);
+  EXPECT_EQ(source.first_held(), 3);
+  EXPECT_EQ(source.held().labels, (std::vector<int64_t>{1}));
+  std::vector<float> x(2);
+  source.held().CopySamples(3 - source.first_held(), 1, x.data());
+  EXPECT_EQ(x, (std::vector<float>{7, 8}));
+  Put("3.csv", "2,9,10\n");
+  const SampleDirectory::Scan scan = source.Look();
+  EXPECT_EQ(scan.first, 4);
+  EXPECT_EQ(scan.samples, 1);
+  EXPECT_EQ(source.held().labels, (std::vector<int64_t>{1, 2}));
+  source.ForgetBefore(100);
+  EXPECT_EQ(source.first_held(), 5) << "no further than what arrived";
+  EXPECT_TRUE(source.held().labels.empty());
+  EXPECT_TRUE(source.held().features.empty());
+  const SampleDirectory::Through through = source.ReadThrough(5);
+  EXPECT_EQ(through.file, "3.csv");
+  EXPECT_EQ(through.samples, 5);
 }
 
 // A file written in place a line at a time is read once its last line is
@@ -82,7 +112,7 @@ TEST_F(SampleDirectoryTest, FilesAreReadOnlyAsTheBufferHasRoom) {
   SampleDirectory::Scan scan = source.Look(4, 4);
   EXPECT_EQ(scan.first, 2);
   EXPECT_EQ(scan.samples, 3) << "b.csv and c.csv";
-  EXPECT_EQ(source.samples().labels, (std::vector<int64_t>{0, 1, 2, 1, 0}));
+  EXPECT_EQ(source.held().labels, (std::vector<int64_t>{0, 1, 2, 1, 0}));
   EXPECT_EQ(source.Look(10, 10).samples, 0) << "each file once";
   // A file larger than the whole buffer is taken alone once the buffer is empty.
   Put("d.csv", "0,1,1\n1,2,2\n2,3,3\n");
@@ -173,7 +203,7 @@ TEST_F(SampleDirectoryTest, ASettledFileCutMidLineKeepsItsFinishedRows) {
   ASSERT_EQ(scan.refused.size(), 2u) << "b.csv's bad first row, c.csv's only line";
   EXPECT_NE(scan.refused[0].find("b.csv:1:"), std::string::npos) << scan.refused[0];
   EXPECT_NE(scan.refused[1].find("c.csv:1:"), std::string::npos) << scan.refused[1];
-  EXPECT_EQ(source.samples().labels, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(source.held().labels, (std::vector<int64_t>{0, 1}));
 }
 
 // A writer's open() makes a file empty before its rows come, and a header
@@ -244,7 +274,7 @@ TEST_F(SampleDirectoryTest, AResumedWorkerSkipsTheFilesItHadTakenAllOf) {
   resumed.SkipThrough("a.csv");
   const SampleDirectory::Scan scan = resumed.Look();
   EXPECT_EQ(scan.samples, 3);
-  EXPECT_EQ(resumed.samples().labels, (std::vector<int64_t>{2, 2, 1}));
+  EXPECT_EQ(resumed.held().labels, (std::vector<int64_t>{2, 2, 1}));
   EXPECT_EQ(resumed.ReadThrough(0).file, "a.csv") << "what it skipped counts as read";
   EXPECT_EQ(resumed.ReadThrough(2).file, "b.csv");
 }
@@ -281,7 +311,7 @@ TEST_F(SampleDirectoryTest, NumbersInNamesAreOrderedByValue) {
   SampleDirectory before(folder.string(), kInfo);
   for (int i = 1; i <= 10; ++i) Put(std::to_string(i) + ".csv", std::to_string(i % 3) + ",1,2\n");
   ASSERT_EQ(before.Look().samples, 10);
-  EXPECT_EQ(before.samples().labels, (std::vector<int64_t>{1, 2, 0, 1, 2, 0, 1, 2, 0, 1})) << "10.csv last";
+  EXPECT_EQ(before.held().labels, (std::vector<int64_t>{1, 2, 0, 1, 2, 0, 1, 2, 0, 1})) << "10.csv last";
   EXPECT_EQ(before.ReadThrough(9).file, "9.csv");
 
   SampleDirectory resumed(folder.string(), kInfo);

@@ -476,8 +476,10 @@ class WorkerRun {
   }
 
   void CopySample(int64_t i, int64_t k, int64_t sample) {
-    // A directory's samples are indexed in what was read from it.
-    const Dataset& from = directory_ ? directory_->samples() : train_;
+    // A directory's samples are indexed in what was read from it, counted
+    // from the first it ever read.
+    const Dataset& from = directory_ ? directory_->held() : train_;
+    if (directory_) i -= directory_->first_held();
     from.CopySamples(i, 1, batch_x_.data() + k * sample);
     batch_y_[k] = from.labels[i];
   }
@@ -490,7 +492,13 @@ class WorkerRun {
   void LookInDirectory(std::unique_lock<std::mutex>& lock) {
     // Only as many as the buffer has room for: the rest wait on disk.
     const int64_t room = samples_->capacity() - samples_->counts().backlog;
+    // The samples the buffer has passed are not asked for again: the last
+    // batch taken was copied before this look, on this thread. Samples arrive
+    // in the buffer in the order read, so its oldest is the first still wanted
+    // (an empty buffer wants none).
+    const int64_t wanted = samples_->Oldest().value_or(std::numeric_limits<int64_t>::max());
     lock.unlock();
+    directory_->ForgetBefore(wanted);
     const SampleDirectory::Scan scan = directory_->Look(room, samples_->capacity());
     lock.lock();
     for (const std::string& refused : scan.refused) {
