@@ -282,9 +282,8 @@ void SampleDirectory::ForgetBefore(int64_t first) {
   const int64_t passed = std::min(first - first_held_, samples_.size());
   // Erasing from the front moves what stays: only once what goes is as much.
   if (passed <= 0 || passed * 2 < samples_.size()) return;
-  const auto sample = static_cast<size_t>(samples_.SampleSize());
-  samples_.features.erase(samples_.features.begin(),
-                          samples_.features.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(passed) * sample));
+  const auto features = static_cast<std::ptrdiff_t>(passed * samples_.SampleSize());
+  samples_.features.erase(samples_.features.begin(), samples_.features.begin() + features);
   samples_.labels.erase(samples_.labels.begin(), samples_.labels.begin() + static_cast<std::ptrdiff_t>(passed));
   // The capacity too: a burst that filled the buffer once is not held for ever.
   samples_.features.shrink_to_fit();
