@@ -563,6 +563,18 @@ int RunAgent(const AgentFlags& flags, std::ostream& lines, std::ostream& log, co
   auto data = LoadData(spec.data, SearchPathWith(flags.data_dir));
   if (!data.ok()) return setup_failed(data.status());
   log << "loaded " << data->train.size() << " training and " << data->test.size() << " test samples\n";
+  // A team's workers each train on a part of the set of their own (a
+  // folder's stream aside, whose samples are its files'): with fewer samples
+  // than workers some part is empty, and its worker crashed at its first
+  // batch while the run said it had stopped after its epochs (found in review).
+  if (const int workers = spec.parallelism.workers; !plan->pipeline && workers > 1 &&
+                                                      !(spec.data.stream && spec.data.stream->directory) &&
+                                                      data->train.size() < workers) {
+    return setup_failed(InvalidArgumentError(
+        "the training set holds " + std::to_string(data->train.size()) + " sample(s), fewer than the job's " +
+        std::to_string(workers) + " workers (spec.parallelism.workers): each trains on a part of its own, of one "
+        "sample at least; ask for at most " + std::to_string(data->train.size())));
+  }
   // A stage builds its own layers only: the whole model may not fit its device.
   std::unique_ptr<Trainer> whole;
   if (*part != Part::kStage) {

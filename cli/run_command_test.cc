@@ -333,6 +333,25 @@ TEST_F(RunCommandTest, ATeamsTrainingFileWithoutAClassIsWarnedOf) {
       << run.stderr_text;
 }
 
+// A team with more workers than training samples is refused, the job's
+// fault: a worker with an empty part crashed, and the run said it had
+// stopped after its epochs, exit 0 (found in review).
+TEST_F(RunCommandTest, ATeamWithMoreWorkersThanTrainingSamplesIsRefused) {
+  std::ofstream(dir_ / "train.csv") << "0,0.5,0.25\n1,1.5,0.25\n2,2.5,0.25\n";
+  std::ofstream(dir_ / "test.csv") << "0,0.5,0.25\n";
+  const Outcome run = Execute({"run", Manifest("five-of-three", R"(  model: {name: mlp, hidden: [8]}
+  data: {format: csv, train: {path: train.csv}, test: {path: test.csv}, inputShape: [2], classes: 3, batchSize: 8}
+  parallelism: {workers: 5}
+  budget: {epochs: 1}
+)"), "--no-curves", "--output", (dir_ / "out").string()});
+  EXPECT_EQ(run.exit, 2) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("the training set holds 3 sample(s), fewer than the job's 5 workers "
+                                 "(spec.parallelism.workers): each trains on a part of its own, of one sample at "
+                                 "least; ask for at most 3"),
+            std::string::npos)
+      << run.stderr_text;
+}
+
 TEST_F(RunCommandTest, BudgetEndingBeforeTheTargetIsStillASuccess) {
   Outcome run = Execute({"run", Manifest("digits-short", R"(  model: {name: mlp}
   data: {dataset: digits}

@@ -54,7 +54,12 @@ std::optional<Duration> Budget::Eta(TimePoint now, BudgetUse use) const {
   const Duration elapsed = now - start_;
   auto nearest = [&](Duration d) { eta = eta ? std::min(*eta, d) : d; };
   if (auto max = MaxSamples(); max && use.samples > 0) {
-    nearest(elapsed * (*max - std::min(use.samples, *max)) / use.samples);
+    // In seconds, as the energy's below: an epochs budget of 6e9 samples
+    // left overflowed the clock's ticks 1.5 s into a run, and its ETA read 0
+    // every other second (found in review).
+    const double left_s = ToSeconds(elapsed) * static_cast<double>(*max - std::min(use.samples, *max)) /
+                          static_cast<double>(use.samples);
+    if (left_s < ToSeconds(kLongestDuration)) nearest(FromSeconds(left_s));
   }
   // At the pace the job has drawn energy so far: a team's idle devices draw
   // less than computing ones, so the pace moves with its stall.

@@ -70,6 +70,15 @@ TEST(BudgetTest, FractionAndEtaFollowTheNearestLimit) {
   EXPECT_FALSE(epochs_only.Eta(start, {0}).has_value());
   EXPECT_EQ(epochs_only.Eta(start + seconds(4), {100}), seconds(4));
   EXPECT_DOUBLE_EQ(epochs_only.Fraction(start + seconds(4), {300}), 1.0);
+
+  // 100,000 epochs of 60,000 samples: 6e9 left, times the ticks elapsed,
+  // overflowed an int64 of nanoseconds into an ETA of 0.
+  Budget vast(Spec(12, 100000, std::nullopt), 60000, start);
+  EXPECT_EQ(vast.Eta(start + std::chrono::milliseconds(2670), {132992}), std::chrono::milliseconds(9330));
+  Budget vast_epochs_only(Spec(std::nullopt, 100000, std::nullopt), 60000, start);
+  const std::optional<Duration> eta = vast_epochs_only.Eta(start + std::chrono::milliseconds(2670), {132992});
+  ASSERT_TRUE(eta.has_value());
+  EXPECT_NEAR(ToSeconds(*eta), 2.67 * (6e9 - 132992) / 132992, 1.0);
 }
 
 // A silent worker is counted at the watts it drew so far for as long as it

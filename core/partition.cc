@@ -19,10 +19,18 @@ void DealByDirichlet(std::vector<std::vector<int64_t>>& by_class, double alpha, 
     std::vector<double> share(static_cast<size_t>(workers));
     double total = 0;
     for (double& s : share) total += (s = gamma(rng));
+    // At an alpha of 1e-5 every draw underflows to 0, and the class was
+    // shared evenly: the most skewed split asked for came out IID (found in
+    // review). Dirichlet's limit as alpha goes to 0 is the whole class on
+    // one worker, drawn uniformly.
+    if (total <= 0) {
+      share.assign(share.size(), 0.0);
+      share[std::uniform_int_distribution<size_t>(0, share.size() - 1)(rng)] = total = 1;
+    }
     size_t given = 0;
     double cumulative = 0;
     for (int w = 0; w < workers; ++w) {
-      cumulative += total > 0 ? share[w] / total : 1.0 / workers;
+      cumulative += share[w] / total;
       size_t until = w + 1 == workers ? members.size()
                                       : std::min(members.size(), static_cast<size_t>(cumulative * static_cast<double>(members.size()) + 0.5));
       for (; given < until; ++given) parts[w].push_back(members[given]);

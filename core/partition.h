@@ -19,7 +19,8 @@ namespace edgetrain {
 // wrapping), and each label's samples are dealt evenly among the workers that
 // see it: ScaDLES's skewed streams, one label per device at k = 1. With fewer
 // than `classes` labels dealt in all some label is seen by no worker, and its
-// samples are in no part. Every worker gets at least one sample.
+// samples are in no part. Every worker gets at least one sample, given as many
+// samples as workers (the agent refuses a team with fewer).
 std::vector<std::vector<int64_t>> PartitionSamples(std::span<const int64_t> labels, int classes, int workers,
                                                    const PartitionSpec& spec, uint64_t seed);
 

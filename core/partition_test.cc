@@ -61,6 +61,27 @@ TEST(PartitionTest, DirichletSkewsLabelMixesMoreAsAlphaShrinks) {
   EXPECT_LT(skew_large, 0.1);
 }
 
+// At an alpha whose Gamma draws all underflow to 0, a class goes whole to one
+// worker, as Dirichlet's limit does; it was shared evenly, as IID.
+TEST(PartitionTest, DirichletAtAnAlphaThatUnderflowsGivesEachClassToOneWorker) {
+  auto labels = Labels(50, 10);
+  for (double alpha : {1e-5, 1e-300}) {
+    auto parts = PartitionSamples(labels, 10, 3, {PartitionKind::kDirichlet, alpha}, 1);
+    ExpectDisjointCover(parts, 500);
+    for (int label = 0; label < 10; ++label) {
+      int holders = 0;
+      for (const auto& part : parts) {
+        holders += std::any_of(part.begin(), part.end(), [&](int64_t i) { return labels[i] == label; });
+      }
+      // A worker the draw left empty took one sample from the largest part.
+      EXPECT_LE(holders, 2) << "alpha " << alpha << ", label " << label;
+    }
+    double skew = 0;
+    for (const auto& part : parts) skew += Skew(part, labels, 10) / 3;
+    EXPECT_GT(skew, 0.5) << "alpha " << alpha;
+  }
+}
+
 TEST(PartitionTest, EveryWorkerGetsSomethingEvenFromATinySet) {
   auto labels = Labels(1, 3);
   auto parts = PartitionSamples(labels, 3, 3, {PartitionKind::kDirichlet, 0.01}, 3);
