@@ -43,7 +43,11 @@ void RowAggregator::StepRound(size_t r, int64_t clock) { Step(r, clock, gathered
 void RowAggregator::StepBounded(size_t r, int64_t clock, const StalenessLedger& ledger) {
   const int64_t moved = std::clamp<int64_t>(clock - applied_clock_[r], 1, std::max(1, ledger.bound()));
   const int contributors = std::max(1, ledger.active_count());
-  Step(r, clock, gathered_count_[r] > 0 ? contributors * moved : 0, static_cast<double>(moved));
+  // Never fewer than the gradients gathered: a worker counted out after its
+  // push left its gradient in the sum and out of the count, and the row
+  // stepped on the sum of two over one (found in review).
+  const int64_t divisor = std::max<int64_t>(contributors * moved, gathered_count_[r]);
+  Step(r, clock, gathered_count_[r] > 0 ? divisor : 0, static_cast<double>(moved));
 }
 
 bool RowAggregator::StepMovedRows(const StalenessLedger& ledger) {

@@ -68,6 +68,22 @@ TEST_F(RowAggregatorTest, ARowWhoseClockADepartedWorkerHeldStepsAsItGoes) {
   EXPECT_FALSE(model.StepMovedRows(ledger)) << "once";
 }
 
+// The other order: the departed worker's gradient came first and is in the
+// sum when the one left pushes, and in the count too: the mean of the two,
+// where the row stepped on their sum over one (found in review).
+TEST_F(RowAggregatorTest, AGradientADepartedWorkerPushedBeforeItLeftCountsInTheMean) {
+  StalenessLedger ledger(2, 2, 0);
+  RowAggregator model(layout, sgd, zeros);
+  std::vector<PushedRow> w1 = {{0, RowEncoding::kFloat32, 1, Floats({6, 8})}};
+  ASSERT_FALSE(*model.ApplyPush(1, 1, w1, ledger)) << "worker 0 holds the row";
+  ledger.Deactivate(1);
+  EXPECT_FALSE(model.StepMovedRows(ledger)) << "worker 0 holds it still";
+  std::vector<PushedRow> w0 = {{0, RowEncoding::kFloat32, 1, Floats({2, 4})}};
+  ASSERT_TRUE(*model.ApplyPush(0, 1, w0, ledger));
+  EXPECT_FLOAT_EQ(model.row_values(0)[0], -4) << "the mean of 2 and 6";
+  EXPECT_FLOAT_EQ(model.row_values(0)[1], -6) << "the mean of 4 and 8";
+}
+
 // Without rounds, a restored ledger's clocks are where the rows' last steps
 // were, nothing gathered: the first push after a resume waits for the
 // others', as every push does, where it stepped its row alone from clock 0
