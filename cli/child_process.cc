@@ -74,7 +74,13 @@ StatusOr<ChildProcess> ChildProcess::Spawn(const std::vector<std::string>& argv,
   pid_t parent = ::getpid();
 
   pid_t pid = ::fork();
-  if (pid < 0) return InternalError(std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) {
+    const int error = errno;
+    ::close(log_fd);
+    ::close(out[0]);
+    ::close(out[1]);
+    return InternalError(std::string("fork: ") + std::strerror(error));
+  }
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);  // the runner died before prctl took effect

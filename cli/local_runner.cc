@@ -954,7 +954,7 @@ int ExitOf(const Supervision& outcome, const FolderCheckpoint& checkpoint, const
 // The run itself; RunLocal adds --json's failure line for a run refused early.
 // `job_name` is set once the manifest is read, for a failure line.
 int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted,
-           std::string& job_name) {
+           const std::atomic<bool>* forced, std::string& job_name) {
   RealClock clock;
   const TimePoint started = clock.Now();
   CheckedRun checked;
@@ -1226,6 +1226,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     return LastWords((folder->path() / ("worker-" + std::to_string(rank) + ".log")).string());
   };
   watch.earlier_model = earlier_model;
+  if (forced) watch.forced = [forced] { return forced->load(); };
   if (job.spec.data.stream && job.spec.data.stream->directory) {
     // A resumed run reads only files past those it trained on; a fresh one
     // has no record of them (a new user fed old files in again unawares).
@@ -1345,15 +1346,16 @@ class RecordingBuffer : public std::streambuf {
 
 }  // namespace
 
-int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted) {
+int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted,
+             const std::atomic<bool>* forced) {
   std::string job_name;
-  if (!options.json) return RunJob(options, out, err, interrupted, job_name);
+  if (!options.json) return RunJob(options, out, err, interrupted, forced, job_name);
   // A run refused before it starts (a manifest, a profile, a folder) ends with
   // the same failure line as one that fails later: a script reading stdout
   // gets one JSON line either way.
   RecordingBuffer out_buffer(out.rdbuf()), err_buffer(err.rdbuf());
   std::ostream recorded_out(&out_buffer), recorded_err(&err_buffer);
-  const int code = RunJob(options, recorded_out, recorded_err, interrupted, job_name);
+  const int code = RunJob(options, recorded_out, recorded_err, interrupted, forced, job_name);
   recorded_out.flush();
   recorded_err.flush();
   if (code != kExitOk && code != kExitInterrupted && out_buffer.written() == 0) {

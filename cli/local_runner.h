@@ -18,7 +18,10 @@ namespace edgetrain::cli {
 
 // Progress and diagnostics go to `err`, the summary (and JSON line) to `out`.
 // `interrupted` is set by the caller's SIGINT/SIGTERM handler.
-int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted);
+// `forced`, if given: set at a second interrupt, when the agents are killed
+// rather than waited for.
+int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, const std::atomic<bool>& interrupted,
+             const std::atomic<bool>* forced = nullptr);
 
 // Removes what runners killed without warning (SIGKILL, the OOM killer) left
 // behind, their run folders and network namespaces, and says so on `err`.

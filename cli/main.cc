@@ -13,11 +13,12 @@
 namespace {
 
 std::atomic<bool> g_interrupted{false};
+std::atomic<bool> g_forced{false};  // asked twice: the agents are not waited for
 std::atomic<int> g_signal{0};  // the first stop asked for
 void OnSignal(int signal) {
   int none = 0;
   g_signal.compare_exchange_strong(none, signal);
-  g_interrupted.store(true);
+  if (g_interrupted.exchange(true)) g_forced.store(true);
 }
 
 // An interrupted run ends as a shell reports the signal that stopped it:
@@ -82,7 +83,7 @@ int main(int argc, char** argv) {
     case Command::kRun:
       line.run.terminal = ::isatty(STDERR_FILENO);
       StopOnSignals();
-      return EndedBy(RunLocal(line.run, std::cout, std::cerr, g_interrupted));
+      return EndedBy(RunLocal(line.run, std::cout, std::cerr, g_interrupted, &g_forced));
   }
   return kExitInvalid;
 }

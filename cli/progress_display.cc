@@ -1,17 +1,35 @@
 #include "cli/progress_display.h"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "core/duration_text.h"
 
 namespace edgetrain::cli {
 namespace {
 
+// The bar's width, and its width on a terminal too narrow for the line.
+constexpr int kBarWidth = 24;
+constexpr int kNarrowBarWidth = 10;
 // Training time a rate is shown after.
 constexpr double kLeastSecondsForARate = 1;
 // A team worker's silence worth a word: a live link's pushes come every 20 ms.
 constexpr double kSilentWorthSaying = 2;
+
+// What a figure from the coordinator's /progress is shown as: a fraction
+// within [0, 1] (one above 1 threw from the bar's std::string and ended the
+// run: found in review), and a time or rate only where it is finite and
+// within what a job may last (1e300 samples/s read "-0 samples/s").
+double ShownFraction(double f) { return std::isfinite(f) ? std::clamp(f, 0.0, 1.0) : 0.0; }
+std::optional<std::string> ShownClock(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0 || seconds > ToSeconds(kLongestDuration)) return std::nullopt;
+  return FormatClock(FromSeconds(seconds));
+}
 
 // Training has stopped and the job is finishing; empty while it trains.
 std::string Stopping(const JobProgress& p) {
@@ -47,7 +65,8 @@ std::string Measures(const JobProgress& p, const std::vector<std::string>& names
   // A rate over less than a second of training is a few batches over a
   // sliver of time: a new user's first line said 13,236 samples/s of a run
   // that trained at 200.
-  if (stepped && p.elapsed_s >= kLeastSecondsForARate) {
+  if (stepped && p.elapsed_s >= kLeastSecondsForARate && std::isfinite(p.samples_per_second) &&
+      p.samples_per_second >= 0 && p.samples_per_second < 1e15) {
     s += " " + WithThousands(static_cast<int64_t>(std::lround(p.samples_per_second))) + " samples/s";
   }
   // A team on streams: what has arrived, so that a user feeding a folder
@@ -100,44 +119,76 @@ std::string Fixed(double v, int digits) {
 }
 
 std::string FormatProgressBar(const JobProgress& p, int bar_width, const std::vector<std::string>& names) {
-  int filled = static_cast<int>(std::lround(p.fraction * bar_width));
-  std::string bar = "[" + std::string(filled, '#') + std::string(bar_width - filled, '-') + "] ";
+  const double fraction = ShownFraction(p.fraction);
+  const int filled = static_cast<int>(std::lround(fraction * bar_width));
+  std::string bar =
+      bar_width > 0 ? "[" + std::string(filled, '#') + std::string(bar_width - filled, '-') + "] " : std::string();
   char percent[8];
-  std::snprintf(percent, sizeof percent, "%3d%%", static_cast<int>(std::lround(p.fraction * 100)));
+  std::snprintf(percent, sizeof percent, "%3d%%", static_cast<int>(std::lround(fraction * 100)));
   std::string s = bar + percent + " it " + WithThousands(p.iteration) + " " + Measures(p, names) + " " +
-                  FormatClock(FromSeconds(p.elapsed_s));
+                  ShownClock(p.elapsed_s).value_or("-");
   if (const std::string stopping = Stopping(p); !stopping.empty()) {
     s += " " + stopping;
   } else if (p.evaluating) {
     s += " - evaluating on the test set";
-  } else if (p.eta_s) {
-    s += " ETA " + FormatClock(FromSeconds(*p.eta_s));
+  } else if (const std::optional<std::string> eta = p.eta_s ? ShownClock(*p.eta_s) : std::nullopt) {
+    s += " ETA " + *eta;
   }
   return s;
+}
+
+std::string FitToColumns(const std::string& line, int columns) {
+  if (columns <= 0) return line;
+  // Columns as code points: a node's name may be UTF-8 (one that is two
+  // columns wide, a CJK name's, still overflows by its extra).
+  int shown = 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if ((static_cast<unsigned char>(line[i]) & 0xC0) == 0x80) continue;  // a code point's later byte
+    if (++shown > columns) return line.substr(0, i);
+  }
+  return line;
 }
 
 std::string FormatProgressLine(const JobProgress& p, const std::vector<std::string>& names) {
-  std::string s = "it " + WithThousands(p.iteration) + " (" + std::to_string(std::lround(p.fraction * 100)) + "%) " +
-                  Measures(p, names) + " elapsed " + FormatClock(FromSeconds(p.elapsed_s));
+  std::string s = "it " + WithThousands(p.iteration) + " (" +
+                  std::to_string(std::lround(ShownFraction(p.fraction) * 100)) + "%) " + Measures(p, names) +
+                  " elapsed " + ShownClock(p.elapsed_s).value_or("-");
   if (const std::string stopping = Stopping(p); !stopping.empty()) {
     s += " " + stopping;
   } else if (p.evaluating) {
     s += " - evaluating on the test set";
-  } else if (p.eta_s) {
-    s += " eta " + FormatClock(FromSeconds(*p.eta_s));
+  } else if (const std::optional<std::string> eta = p.eta_s ? ShownClock(*p.eta_s) : std::nullopt) {
+    s += " eta " + *eta;
   }
   return s;
 }
 
+int StderrColumns() {
+  struct winsize size {};
+  if (::ioctl(STDERR_FILENO, TIOCGWINSZ, &size) != 0) return 0;
+  return size.ws_col;
+}
+
 ProgressDisplay::ProgressDisplay(std::ostream& out, bool terminal, Clock& clock, Duration every,
-                                 std::vector<std::string> worker_names)
-    : out_(out), terminal_(terminal), clock_(clock), every_(every), names_(std::move(worker_names)) {}
+                                 std::vector<std::string> worker_names, std::function<int()> columns)
+    : out_(out), terminal_(terminal), clock_(clock), every_(every), names_(std::move(worker_names)),
+      columns_(std::move(columns)) {}
 
 void ProgressDisplay::Show(const JobProgress& p) {
   if (p.state == JobState::kStarting) return;
   if (terminal_) {
-    // \r back to the line's start, \033[K clears what a longer line left behind.
-    out_ << "\r" << FormatProgressBar(p, 24, names_) << "\033[K" << std::flush;
+    // \r back to the line's start, \033[K clears what a longer line left
+    // behind. Within the terminal's width, a column to spare: a line that
+    // wrapped was redrawn from its last row, and each redraw left a row
+    // behind (found in review). The bar narrows, then goes, then the line's
+    // end is cut.
+    const int columns = columns_ ? columns_() : 0;
+    std::string line = FormatProgressBar(p, kBarWidth, names_);
+    for (int bar : {kNarrowBarWidth, 0}) {
+      if (columns <= 0 || static_cast<int>(line.size()) < columns) break;
+      line = FormatProgressBar(p, bar, names_);
+    }
+    out_ << "\r" << FitToColumns(line, columns - 1) << "\033[K" << std::flush;
     drawn_ = true;
     return;
   }

@@ -1,5 +1,7 @@
 #include "cli/progress_display.h"
 
+#include <cmath>
+#include <limits>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -141,6 +143,43 @@ TEST(ProgressDisplayTest, TerminalRedrawsOneLine) {
   EXPECT_EQ(std::count(s.begin(), s.end(), '\r'), 2);
   EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 1);
   EXPECT_NE(s.find("\033[K"), std::string::npos);
+}
+
+// Within the terminal's width, a column spare: a line that wrapped left a
+// row behind at each redraw (found in review). The bar narrows, then goes,
+// then the line's end is cut.
+TEST(ProgressDisplayTest, TerminalKeepsTheLineWithinItsWidth) {
+  SimulatedClock clock;
+  auto shown = [&](int columns) {
+    std::ostringstream out;
+    ProgressDisplay display(out, /*terminal=*/true, clock, std::chrono::seconds(5), {}, [=] { return columns; });
+    display.Show(Sample());
+    std::string s = out.str();
+    EXPECT_EQ(s.rfind("\r", 0), 0u);
+    EXPECT_EQ(s.substr(s.size() - 3), "\033[K");
+    return s.substr(1, s.size() - 4);
+  };
+  EXPECT_EQ(shown(0), FormatProgressBar(Sample(), 24)) << "width unknown: whole";
+  EXPECT_EQ(shown(200), FormatProgressBar(Sample(), 24));
+  EXPECT_EQ(shown(80), "[####------]  40% it 1,200 loss 0.412 acc 0.853 5,820 samples/s 00:12 ETA 00:18");
+  EXPECT_EQ(shown(70), " 40% it 1,200 loss 0.412 acc 0.853 5,820 samples/s 00:12 ETA 00:18");
+  EXPECT_EQ(shown(40), " 40% it 1,200 loss 0.412 acc 0.853 5,82");
+  EXPECT_EQ(FitToColumns("r\xc3\xb6" "bot-2 waits", 4), "r\xc3\xb6" "bo") << "code points, not bytes";
+}
+
+// Figures no coordinator of ours sends, shown without harm: a fraction above
+// 1 threw from the bar and ended the run; 1e300 samples/s read -0.
+TEST(ProgressDisplayTest, FiguresOutOfRangeAreShownWithoutHarm) {
+  JobProgress p = Sample();
+  p.fraction = 1.1;
+  EXPECT_EQ(FormatProgressBar(p, 10),
+            "[##########] 100% it 1,200 loss 0.412 acc 0.853 5,820 samples/s 00:12 ETA 00:18");
+  p.fraction = std::nan("");
+  p.samples_per_second = 1e300;
+  p.eta_s = 1e300;
+  p.elapsed_s = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(FormatProgressBar(p, 10), "[----------]   0% it 1,200 loss 0.412 acc 0.853 -");
+  EXPECT_EQ(FormatProgressLine(p), "it 1,200 (0%) loss 0.412 acc 0.853 elapsed -");
 }
 
 TEST(ProgressDisplayTest, LogsPrintALineEveryPeriod) {

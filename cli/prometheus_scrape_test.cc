@@ -376,7 +376,7 @@ TEST(PrometheusScrapeTest, APrometheusKilledIsSaidToHaveEndedAndItsDataIsServedA
   for (std::string w; words >> w;) argv.push_back(w);
   ASSERT_EQ(argv.front(), "prometheus");
   argv.front() = "/usr/bin/prometheus";
-  ASSERT_EQ(argv.back(), "--web.listen-address=127.0.0.1:9090");
+  ASSERT_EQ(argv.back(), "--web.listen-address=" + observer->url().substr(7)) << "the run's own address";
   const std::string address = "127.0.0.1:" + std::to_string(http::FreeLoopbackPort());
   argv.back() = "--web.listen-address=" + address;
   auto again = ChildProcess::Spawn(argv, (dir / "again.log").string());

@@ -12,6 +12,7 @@
 
 #include "agent/storage/atomic_file.h"
 #include "cli/run_report.h"
+#include "core/quoted_text.h"
 #include "http/http_client.h"
 #include "http/socket_address.h"
 
@@ -193,8 +194,10 @@ void RunObserver::Stop(Duration grace) {
 }
 
 std::string RunObserver::ServeAgainCommand() const {
-  return "prometheus --config.file=" + (dir_ / "prometheus.yml").string() +
-         " --storage.tsdb.path=" + (dir_ / "data").string() + " --web.listen-address=127.0.0.1:9090";
+  // On the run's own address: the port asked for, which this machine may
+  // keep 9090 from (Debian's Prometheus holds it); the run's server is gone.
+  return "prometheus " + ShellWord("--config.file=" + (dir_ / "prometheus.yml").string()) + " " +
+         ShellWord("--storage.tsdb.path=" + (dir_ / "data").string()) + " --web.listen-address=" + address_;
 }
 
 }  // namespace edgetrain::cli

@@ -24,12 +24,18 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
   std::optional<TimePoint> give_up_at;
   bool stopping = false;  // the coordinator was told to stop
   for (;;) {
-    if (give_up_at && clock_.Now() > *give_up_at) {
+    const bool forced = give_up_at && watch.forced && watch.forced();
+    if (give_up_at && (forced || clock_.Now() > *give_up_at)) {
       for (auto* w : workers_) w->Signal(SIGKILL);
       coordinator_.Signal(SIGKILL);
-      outcome.failure = (outcome.failure.empty() ? "" : outcome.failure + "; ") + "the agents did not stop within " +
-                        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(times_.interrupt_grace).count()) +
-                        " s of being told to; killed them";
+      const std::string grace =
+          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(times_.interrupt_grace).count());
+      outcome.failure = (outcome.failure.empty() ? "" : outcome.failure + "; ") +
+                        (forced ? "asked again to stop: killed the agents, what they trained since their last "
+                                  "checkpoint lost"
+                                : "the agents did not stop within " + grace + " s of being told to; killed them");
+      // The error that follows starts a line of its own, not the bar's end.
+      display.Finish();
       outcome.coordinator_exit = coordinator_.Wait(times_.stop_grace);
       for (auto* w : workers_) w->Wait(times_.stop_grace);
       return outcome;
@@ -44,7 +50,8 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
       // Ctrl-C before a step said it saved where it got to, which was nowhere
       // (a new user's trial).
       err_ << "interrupted: stopping " << job_
-           << (seen_training_ ? " and saving where it got to...\n" : " before it trained a step...\n");
+           << (seen_training_ ? " and saving where it got to" : " before it trained a step")
+           << (watch.forced ? " (interrupt again to stop at once)...\n" : "...\n");
     }
     if (!stopping && outcome.failure.empty() && watch.health) {
       if (Status health = watch.health(); !health.ok()) {

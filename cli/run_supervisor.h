@@ -91,6 +91,10 @@ struct RunWatch {
   // before it starts without them (spec.faultTolerance.nodeLossGrace); zero:
   // not a data-parallel team.
   Duration team_gathers_for = Duration::zero();
+  // Whether a person asked a second time to stop: the agents told to stop
+  // are then killed at once, not waited for through the interrupt's grace
+  // (a second Ctrl-C did nothing for 30 s: found in review); optional.
+  std::function<bool()> forced;
 };
 
 // Who is told to stop when the run is interrupted or fails: every agent at

@@ -307,6 +307,31 @@ TEST_F(RunSupervisorTest, AgentsThatOutstayTheInterruptGraceAreKilled) {
   EXPECT_LT(coordinator_.Elapsed(), seconds(31));
 }
 
+// Asked a second time, the runner kills the agents at once rather than wait
+// out the grace (a second Ctrl-C did nothing for 30 s: found in review).
+TEST_F(RunSupervisorTest, ASecondInterruptKillsTheAgentsAtOnce) {
+  coordinator_.OnSignal(SIGTERM, [](ScriptedAgent&) {});  // slow to save
+  for (auto& w : workers_) w->OnSignal(SIGTERM, [](ScriptedAgent&) {});
+  bool forced = false;
+  watch_.forced = [&] { return forced; };
+  watch_.progress = [&]() -> std::optional<std::string> {
+    if (coordinator_.Elapsed() >= seconds(1)) interrupted_ = true;
+    if (coordinator_.Elapsed() >= seconds(3)) forced = true;
+    return kProgress;
+  };
+  Supervision outcome = Run();
+  EXPECT_TRUE(outcome.interrupted);
+  EXPECT_EQ(outcome.failure, "asked again to stop: killed the agents, what they trained since their last checkpoint "
+                             "lost");
+  EXPECT_EQ(coordinator_.signals, (std::vector<int>{SIGTERM, SIGKILL}));
+  for (auto& w : workers_) EXPECT_EQ(w->signals, (std::vector<int>{SIGTERM, SIGKILL}));
+  EXPECT_LT(coordinator_.Elapsed(), seconds(4));
+  EXPECT_NE(err_.str().find("interrupted: stopping robots and saving where it got to (interrupt again to stop at "
+                            "once)...\n"),
+            std::string::npos)
+      << err_.str();
+}
+
 // Lost before the team started: its coordinator waits out its window for it
 // first, and the warning says so (a user's trial waited 2 minutes unsaid).
 TEST_F(RunSupervisorTest, AWorkerLostBeforeTheTeamStartedIsWaitedForAndSaidSo) {

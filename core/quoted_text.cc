@@ -1,6 +1,7 @@
 #include "core/quoted_text.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 
@@ -48,6 +49,16 @@ std::string QuotedExcerpt(std::string_view text, size_t at_most) {
   }
   if (!cut) return quoted + "\"";
   return quoted + "...\" (" + WithThousands(static_cast<int64_t>(characters)) + " characters)";
+}
+
+std::string ShellWord(std::string_view word) {
+  const bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_@%+=:,./-").find(c) != std::string::npos;
+  });
+  if (plain) return std::string(word);
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
 }
 
 }  // namespace edgetrain

@@ -17,4 +17,10 @@ namespace edgetrain {
 // "aaaa..." (26,159 characters).
 std::string QuotedExcerpt(std::string_view text, size_t at_most = 60);
 
+// `word` as a shell reads it back, in a command a person is told to run: as
+// it is when it holds nothing a shell treats apart, else in single quotes
+// (an output folder with a space in its name made a command that served
+// another folder: found in review).
+std::string ShellWord(std::string_view word);
+
 }  // namespace edgetrain

@@ -26,5 +26,13 @@ TEST(QuotedExcerptTest, LongTextIsCutBetweenCharactersAndSaysHowLongItWas) {
   EXPECT_EQ(QuotedExcerpt("abcde", 5), "\"abcde\"");
 }
 
+// A word a shell reads back as it was: the plain as it is, the rest quoted.
+TEST(ShellWordTest, QuotesOnlyWhatAShellWouldSplitOrRead) {
+  EXPECT_EQ(ShellWord("--config.file=/tmp/out/prometheus.yml"), "--config.file=/tmp/out/prometheus.yml");
+  EXPECT_EQ(ShellWord("--storage.tsdb.path=/tmp/out dir/data"), "'--storage.tsdb.path=/tmp/out dir/data'");
+  EXPECT_EQ(ShellWord("it's $HOME"), "'it'\\''s $HOME'");
+  EXPECT_EQ(ShellWord(""), "''");
+}
+
 }  // namespace
 }  // namespace edgetrain
