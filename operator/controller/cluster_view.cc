@@ -1,5 +1,6 @@
 #include "operator/controller/cluster_view.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <map>
 
@@ -35,6 +36,12 @@ StatusOr<double> Number(const Json& annotations, const std::string& key) {
   const double value = std::strtod(text.c_str(), &end);
   if (text.empty() || *end != '\0') {
     return InvalidArgumentError("annotation " + key + " is not a number (got \"" + text + "\")");
+  }
+  // Every figure a node is annotated with is a measure, none below 0: strtod
+  // also reads "nan", "inf" and "-3", and a node of "nan" slowdown passed the
+  // check of at least 1 into placement's sums (found in review).
+  if (!std::isfinite(value) || value < 0) {
+    return InvalidArgumentError("annotation " + key + " must be a finite number, 0 or more (got \"" + text + "\")");
   }
   return value;
 }

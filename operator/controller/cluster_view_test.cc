@@ -111,6 +111,21 @@ TEST(ClusterViewTest, AnAnnotationThatIsNoNumberLeavesTheNodeOutSayingWhy) {
       << view.unreadable[0];
 }
 
+// strtod reads "nan", "inf" and "-3" as numbers; none is a measure.
+TEST(ClusterViewTest, AnAnnotationThatIsNotAFiniteMeasureLeavesTheNodeOut) {
+  for (const std::string text : {"nan", "inf", "-3", "1e999"}) {
+    Json node = ANode("odd");
+    node["metadata"]["annotations"]["edgetrain.dev/emulated-slowdown"] = text;
+    ClusterView view = ClusterViewOf({node, ANode("fine")}, {}, "default", "team");
+    ASSERT_EQ(view.nodes.size(), 1u) << text;
+    ASSERT_EQ(view.unreadable.size(), 1u) << text;
+    EXPECT_NE(view.unreadable[0].find("odd: annotation edgetrain.dev/emulated-slowdown must be a finite number, 0 or "
+                                      "more (got \"" + text + "\")"),
+              std::string::npos)
+        << view.unreadable[0];
+  }
+}
+
 TEST(ClusterViewTest, WhatOtherPodsHoldCountsAndTheJobsOwnAndFinishedPodsDoNot) {
   ClusterView view = ClusterViewOf(
       {ANode("gateway")},

@@ -146,12 +146,13 @@ Json ProgressStatusOf(const Json& progress) {
   return out;
 }
 
-void KeepWhatWasRead(Json& workers, const Json& stored) {
+void KeepWhatWasRead(Json& workers, const Json& stored, bool with_states) {
   if (!stored.is_array()) return;
   for (Json& w : workers) {
     for (const Json& was : stored) {
       if (!was.is_object() || was.value("name", "") != w.value("name", "")) continue;
       for (const auto& [key, value] : was.items()) {
+        if (!with_states && (key == "silentSince" || key == "quarantined")) continue;
         if (!w.contains(key)) w[key] = value;
       }
     }

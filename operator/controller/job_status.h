@@ -73,7 +73,10 @@ Json WorkersStatusOf(const std::vector<Json>& pods, const Json& progress,
                      Duration silent_after = std::chrono::seconds(10), const std::map<int, GoneWorker>& gone = {});
 // Each of `workers` (WorkersStatusOf's) keeps, of its entry by name in the
 // status before (`stored`, an array), whatever it has no figure for now.
-void KeepWhatWasRead(Json& workers, const Json& stored);
+// `with_states`: what it was in then too (silentSince, quarantined); not from
+// a job's result, which says how it ended: a worker silent at the last read
+// before the end stayed silent in a Succeeded job's status (found in review).
+void KeepWhatWasRead(Json& workers, const Json& stored, bool with_states = true);
 
 // A link measured below this share of what placement planned for it is degraded.
 inline constexpr double kDegradedShare = 0.5;

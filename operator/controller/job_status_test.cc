@@ -29,6 +29,23 @@ TEST(JobStatusTest, AConditionKeepsItsTransitionTimeUntilItFlips) {
 
 // kubectl get tj's Reason column: the condition that says why the job is
 // in its phase (a new user's trial had only the phase to go by).
+// What a worker was in at the last read (silent, quarantined) is kept while
+// no read says otherwise, and not past the job's result, which says how it
+// ended; its figures are kept either way.
+TEST(JobStatusTest, AWorkersStateIsKeptFromTheLastReadButNotIntoTheResult) {
+  const Json stored = Json::parse(R"([{"name": "w-0", "samples": 640, "silentSince": "2026-11-22T10:00:00Z",
+                                       "quarantined": "its rows were not finite"}])");
+  Json unread = Json::parse(R"([{"name": "w-0"}])");
+  KeepWhatWasRead(unread, stored);
+  EXPECT_EQ(unread[0].value("silentSince", ""), "2026-11-22T10:00:00Z");
+  EXPECT_EQ(unread[0].value("quarantined", ""), "its rows were not finite");
+  Json ended = Json::parse(R"([{"name": "w-0"}])");
+  KeepWhatWasRead(ended, stored, /*with_states=*/false);
+  EXPECT_EQ(ended[0].value("samples", 0), 640);
+  EXPECT_FALSE(ended[0].contains("silentSince"));
+  EXPECT_FALSE(ended[0].contains("quarantined"));
+}
+
 TEST(JobStatusTest, ThePhasesReasonIsTheConditionThatExplainsIt) {
   const std::string now = "2026-11-30T10:00:00Z";
   Json status = {{"phase", "Pending"}};

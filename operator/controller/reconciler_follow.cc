@@ -338,7 +338,7 @@ Status Reconciler::Succeed(Pass& pass, Team& team) {
     if (result.contains("workers") && result["workers"].is_array() && !result["workers"].empty()) {
       Json workers = WorkersStatusOf(GangPods(pass.pods, team.names), result, std::nullopt, std::chrono::seconds(10),
                                      GoneWorkersOf(pass.job.name, team.plan));
-      KeepWhatWasRead(workers, pass.stored_status.value("workers", Json::array()));
+      KeepWhatWasRead(workers, pass.stored_status.value("workers", Json::array()), /*with_states=*/false);
       pass.status["workers"] = std::move(workers);
     }
     Json model = Json::object();

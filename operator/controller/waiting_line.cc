@@ -179,7 +179,17 @@ void WaitingLine::ApplyNode(const std::string& name, const CachedNode* node) {
   if (!same) stale_ = true;
 }
 
-void WaitingLine::Hold(const Holding& h, int sign) { bound_[h.node].Add(h.requests, sign); }
+void WaitingLine::Hold(const Holding& h, int sign) {
+  ResourceAmounts& bound = bound_[h.node];
+  bound.Add(h.requests, sign);
+  // Back to nothing: the node's entry goes, so that nodes come and gone (spot
+  // machines with names of their own) are not kept for ever (found in review).
+  const bool nothing = bound.cpu_millis == 0 && bound.memory_bytes == 0 && bound.pods == 0 &&
+                       std::all_of(bound.others.begin(), bound.others.end(), [](const OtherResource& o) {
+                         return o.millis == 0;
+                       });
+  if (nothing) bound_.erase(h.node);
+}
 
 void WaitingLine::ApplyPod(const std::string& key, const PodSeen& pod) {
   const std::optional<Holding>& now = pod.holding;
