@@ -397,7 +397,13 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
       metrics_.AddCheckpoint();
       schedule.Checkpointed(p.iteration);
     }
-    const std::optional<StopReason> exhausted = budget.Exhausted(now, UseOf(p));
+    std::optional<StopReason> exhausted = budget.Exhausted(now, UseOf(p));
+    // Not by its epochs before the model has stepped in this run: a team
+    // counts samples as each worker's batch comes, and workers whose batches
+    // outgrow their parts (repeating samples) spent an epochs budget with one
+    // push, before a round closed; the job saved the model it began with,
+    // "stopped after its epochs", exit 0 (a new user's trial).
+    if (exhausted == StopReason::kEpochs && p.iteration == first_iteration) exhausted.reset();
     bool evaluated = false;
     // At the budget's end the final model is evaluated once training has
     // stopped: one due now would only have run past the budget (a pipeline's

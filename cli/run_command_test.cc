@@ -1023,6 +1023,26 @@ TEST_F(RunCommandTest, ATeamWhoseBatchIsLargerThanItsShareOfItsFilesIsWarned) {
   EXPECT_EQ(run.stderr_text.find(warning, at + 1), std::string::npos) << "said once\n" << run.stderr_text;
 }
 
+// Batches that outgrow the parts spend an epochs budget with one worker's
+// push: the team trains until its model has stepped. It ended before a
+// round closed and saved the model it began with, exit 0 (a new user's trial).
+TEST_F(RunCommandTest, ATeamWhoseFirstPushSpendsItsEpochsStepsItsModelFirst) {
+  std::ofstream train(dir_ / "train.csv");
+  for (int i = 0; i < 40; ++i) train << i % 2 << ",0.1,0.2,0.3," << i % 5 << "\n";
+  train.close();
+  Outcome run = Execute({"run",
+                         Manifest("huge-batch", "  model: {name: mlp, hidden: [8]}\n"
+                                                "  data: {format: csv, inputShape: [4], classes: 2, batchSize: 4096,"
+                                                " train: {path: train.csv}, test: {path: train.csv}}\n"
+                                                "  parallelism: {workers: 3}\n"
+                                                "  budget: {epochs: 1, wallClock: 60s}\n"),
+                         "--insecure", "--json", "--no-curves", "--output", (dir_ / "huge" / "out").string()});
+  ASSERT_EQ(run.exit, 0) << run.stderr_text;
+  const nlohmann::json result = nlohmann::json::parse(run.stdout_lines.back());
+  EXPECT_EQ(result["stop_reason"], "epochs");
+  EXPECT_GE(result["iterations"].get<int64_t>(), 1) << run.stderr_text;
+}
+
 // A checkpoint torn (a disk full, a card pulled) is refused as the input's
 // fault: running again reads it as damaged, so the runner says what to do
 // rather than to run again (it did: a new user's trial), and keeps it.

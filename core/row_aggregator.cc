@@ -123,8 +123,11 @@ Status RowAggregator::DecodePush(int w, int64_t iteration, std::span<const Pushe
       }
       if (std::fabs(v) > kLargestGradient) {
         static_assert(kLargestGradient == 1e15f, "the words below name it");
+        // What to do, said: a team diverging was told only of the row (a
+        // new user's trial; a job of one says to lower the rate).
         return refuse("too_large", "row " + std::to_string(row.id) + " carries a value beyond 1e15, which no "
-                                       "gradient of a model that trains holds");
+                                       "gradient of a model that trains holds: the model diverges; lower "
+                                       "spec.optimizer.learningRate, or look at the model's forward");
       }
     }
     at += out.size();
