@@ -45,7 +45,8 @@ StatusOr<Evaluation> Evaluate(const std::string& model_path, const DataSpec& dat
   // forward; a built-in model's file holds weights, and their shapes say
   // which model to build for them.
   ModelSpec spec;
-  if (IsTorchScriptModule(model_path)) {
+  EDGETRAIN_ASSIGN_OR_RETURN(const bool scripted, IsTorchScriptModule(model_path));
+  if (scripted) {
     spec.kind = ModelKind::kTorchScript;
     spec.torchscript_path = model_path;
   } else {

@@ -30,8 +30,7 @@ StatusOr<double> BackwardInto(const Forward& forward, const std::vector<torch::T
   return loss.item<double>();
 }
 
-Evaluation EvaluateInChunks(const Forward& forward, const Dataset& data) {
-  torch::NoGradGuard no_grad;
+int64_t EvaluationChunk(const Dataset& data) {
   // Chunks small enough that a layer's activations stay under the allocator's
   // mmap threshold (32 MiB, agent/main.cc), so each chunk reuses the last's
   // memory rather than faulting in fresh zeroed pages: the vgg's test set in
@@ -40,8 +39,13 @@ Evaluation EvaluateInChunks(const Forward& forward, const Dataset& data) {
   // evaluates so while its stages wait. A chunk's input of 256 KiB is 83
   // Fashion-MNIST samples; activations are some tens of times their input.
   constexpr int64_t kChunkInputBytes = 256 << 10, kMostSamples = 1000;
-  const int64_t chunk = std::clamp<int64_t>(
-      kChunkInputBytes / std::max<int64_t>(1, data.SampleSize() * int64_t{sizeof(float)}), 1, kMostSamples);
+  return std::clamp<int64_t>(kChunkInputBytes / std::max<int64_t>(1, data.SampleSize() * int64_t{sizeof(float)}), 1,
+                             kMostSamples);
+}
+
+Evaluation EvaluateInChunks(const Forward& forward, const Dataset& data) {
+  torch::NoGradGuard no_grad;
+  const int64_t chunk = EvaluationChunk(data);
   int64_t correct = 0;
   double loss_sum = 0;
   std::vector<float> features(static_cast<size_t>(std::min(chunk, data.size()) * data.SampleSize()));

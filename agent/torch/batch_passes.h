@@ -30,5 +30,7 @@ StatusOr<double> BackwardInto(const Forward& forward, const std::vector<torch::T
 // Accuracy and mean cross-entropy of `forward` over the whole of `data`,
 // without gradients, a thousand samples at a time. Throws what LibTorch throws.
 Evaluation EvaluateInChunks(const Forward& forward, const Dataset& data);
+// How many samples of `data` EvaluateInChunks passes at once.
+int64_t EvaluationChunk(const Dataset& data);
 
 }  // namespace edgetrain::agent

@@ -56,7 +56,13 @@ LayerTiming TimeLayer(torch::nn::Sequential& net, const torch::Tensor& input, co
     const TimePoint forwarded = clock.Now();
     const torch::Tensor upstream = torch::randn_like(output);
     const TimePoint backward_began = clock.Now();
-    if (!wrt.empty()) torch::autograd::grad({output}, wrt, {upstream});
+    // allow_unused: a module's spare head or auxiliary layer that its forward
+    // does not use has no gradient, and trains fine; without it the profile
+    // failed, and with it `auto` and every pipeline (found in review).
+    if (!wrt.empty()) {
+      torch::autograd::grad({output}, wrt, {upstream}, /*retain_graph=*/c10::nullopt, /*create_graph=*/false,
+                            /*allow_unused=*/true);
+    }
     const TimePoint backwarded = clock.Now();
     between();
     if (pass == 0) continue;

@@ -100,6 +100,11 @@ class TorchStageTrainer final : public StageTrainer {
       // The first stage's input is images: nothing upstream wants their gradient.
       if (!first_) x.requires_grad_(true);
       torch::Tensor y = net_->forward(x);
+      // Activations cross the links as float32: a layer that ends in another
+      // floating type (a user's .double()) is cast, the cast in the graph so
+      // that the gradient comes back through it. It failed as the module's
+      // own code, where data parallelism trains it (found in review).
+      if (y.is_floating_point() && y.scalar_type() != torch::kFloat32) y = y.to(torch::kFloat32);
       std::vector<float> output = ToVector(y);
       stash_.emplace(id, Stashed{n, std::move(x), std::move(y)});
       return output;

@@ -1,6 +1,8 @@
 #include "agent/torch/torchscript_trainer.h"
 
+#include <torch/csrc/jit/frontend/error_report.h>
 #include <torch/script.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <cmath>
@@ -49,6 +51,15 @@ StatusOr<torch::jit::Module> LoadModule(const std::string& path) {
   torch::jit::Module module;
   try {
     module = torch::jit::load(path, torch::kCPU);
+  } catch (const torch::jit::ErrorReport& e) {
+    // TorchScript whose code names what this LibTorch lacks (an operator of
+    // a newer PyTorch): it was told to save what it had saved, with no
+    // reason (the report's text begins with a newline; found in review).
+    std::string why = ErrorReason(e);
+    if (!why.empty() && why.back() == '.') why.pop_back();  // a semicolon follows
+    return InvalidArgumentError(std::string(kPath) + ": " + path + " is TorchScript whose code this LibTorch (" +
+                                TORCH_VERSION + ") cannot compile: " + why +
+                                "; save it from PyTorch " + TORCH_VERSION + ", or without what that names");
   } catch (const std::exception& e) {
     return InvalidArgumentError(std::string(kPath) + ": " + path +
                                 " is not a TorchScript module (save one with torch.jit.save(torch.jit.script(model), "
@@ -145,12 +156,19 @@ class TorchScriptTrainer final : public Trainer {
                                   "]: one logit for each of spec.data's " + std::to_string(classes_) + " classes");
     }
     // The loss takes floating-point logits; integers would fail only at the
-    // first step, as a kernel LibTorch lacks (a new user's trial).
+    // first step, as a kernel LibTorch lacks (a new user's trial), and so
+    // would half-precision ones, at evaluation (found in review).
     if (!out.is_floating_point()) {
       return InvalidArgumentError(std::string(kModel) + ": its output is " +
                                   std::string(c10::toString(out.scalar_type())) +
                                   ", expected float32 logits (a forward that ends in .long(), .int() or argmax "
                                   "gives integers, through which no gradient flows)");
+    }
+    if (out.scalar_type() != torch::kFloat32 && out.scalar_type() != torch::kFloat64) {
+      return InvalidArgumentError(std::string(kModel) + ": its output is " +
+                                  std::string(c10::toString(out.scalar_type())) +
+                                  ", expected float32 logits: this LibTorch's loss has no kernel for it on the CPU "
+                                  "(end the forward with .float())");
     }
     caution_ = ProbabilitiesCaution(out);
     flat_ = FlattenParameters(trainable_);
@@ -194,7 +212,13 @@ class TorchScriptTrainer final : public Trainer {
       constexpr double kLeftOfBefore = 0.01;
       double slowest = 1;  // the least momentum of the module's norms
       for (const torch::jit::Module& m : module_.modules()) {
-        if (!m.hasattr("running_mean") || !m.hasattr("running_var")) continue;
+        // A norm that keeps no running statistics holds None in their
+        // place (track_running_stats=False): nothing to settle, and a tensor
+        // asked of None failed the job (found in review).
+        if (!m.hasattr("running_mean") || !m.hasattr("running_var") || !m.attr("running_mean").isTensor() ||
+            !m.attr("running_var").isTensor()) {
+          continue;
+        }
         const c10::ClassTypePtr type = m.type();
         const c10::IValue momentum = m.hasattr("momentum")             ? m.attr("momentum")
                                      : type->hasConstant("momentum") ? type->getConstant("momentum")
@@ -224,7 +248,8 @@ class TorchScriptTrainer final : public Trainer {
       }
       return Status::Ok();
     } catch (const std::exception& e) {
-      return InternalError(std::string("settling the module's buffers failed: ") + ErrorReason(e));
+      return ModuleFailed("settling the module's buffers failed", e,
+                          std::min(std::max<int64_t>(1, batch), samples.size()));
     }
   }
 
@@ -271,7 +296,10 @@ class TorchScriptTrainer final : public Trainer {
       module_.eval();
       return EvaluateInChunks(Forward(), data);
     } catch (const std::exception& e) {
-      return InternalError(std::string("evaluation failed: ") + ErrorReason(e));
+      // The module's own code, as a step's failure is (exit 2): "run it
+      // again to resume" failed the same way (found in review).
+      return ModuleFailed("evaluation failed (the module in eval mode)", e,
+                          std::min(data.size(), EvaluationChunk(data)));
     }
   }
 
@@ -363,6 +391,8 @@ TORCH_MODULE(ScriptedLayer);
 std::string ErrorReason(const std::exception& e) {
   const auto* error = dynamic_cast<const c10::Error*>(&e);
   std::string what = error ? error->what_without_backtrace() : e.what();
+  // A compile's report begins with a newline: its first line was empty.
+  what.erase(0, std::min(what.size(), what.find_first_not_of(" \n")));
   if (size_t raised = what.rfind("Error: "); raised != std::string::npos) {
     const size_t start = what.rfind('\n', raised);
     what = what.substr(start == std::string::npos ? 0 : start + 1);
@@ -435,10 +465,12 @@ StatusOr<std::unique_ptr<Trainer>> LoadTorchScriptTrainer(const TrainerOptions& 
   return std::unique_ptr<Trainer>(std::move(trainer));
 }
 
-bool IsTorchScriptModule(const std::string& path) {
+StatusOr<bool> IsTorchScriptModule(const std::string& path) {
   try {
     return torch::jit::load(path, torch::kCPU).find_method("forward").has_value();
-  } catch (const c10::Error&) {
+  } catch (const torch::jit::ErrorReport&) {  // no c10::Error: it aborted `evaluate`
+    return LoadModule(path).status();  // which says why
+  } catch (const std::exception&) {
     return false;
   }
 }

@@ -38,6 +38,9 @@ Status ModuleFailed(const std::string& what, const std::exception& e, int64_t sa
 // Whether `path` holds a TorchScript module with a forward method. A built-in
 // model's file (Trainer::SaveModel) is a TorchScript archive too, but of
 // weights only, with no forward: `edgetrain evaluate` tells them apart so.
-bool IsTorchScriptModule(const std::string& path);
+// InvalidArgument for TorchScript whose code this LibTorch cannot compile (an
+// operator of a newer PyTorch): it was read as no module, and then said to be
+// no LibTorch archive at all (found in review).
+StatusOr<bool> IsTorchScriptModule(const std::string& path);
 
 }  // namespace edgetrain::agent

@@ -143,6 +143,8 @@ TEST_F(TorchScriptTrainerTest, AModuleThatCannotBeTrainedIsRefusedNamingTheField
       {"fashion_input.pt", "spec.model.torchscript: its forward fails on a batch of the data's samples, of shape [1, 8, 8] (a check batch of 2, a tensor [2, 1, 8, 8]): RuntimeError: mat1 and mat2"},
       {"five_classes.pt", "spec.model.torchscript: its output for a batch of 2 is [2, 5], expected [2, 10]"},
       {"long_output.pt", "spec.model.torchscript: its output is Long, expected float32 logits"},
+      {"half_output.pt", "spec.model.torchscript: its output is Half, expected float32 logits: this LibTorch's loss "
+                         "has no kernel for it on the CPU (end the forward with .float())"},
       {"tuple_output.pt", "spec.model.torchscript: its forward returns a Tuple, expected one tensor of logits: return "
                           "the logits alone"},
       {"two_inputs.pt", "(edgetrain calls forward with one tensor, a batch of samples: a module of several inputs "
@@ -173,6 +175,48 @@ TEST_F(TorchScriptTrainerTest, AModuleThatRaisesOnABatchIsTheJobsFault) {
   EXPECT_NE(failed.status().message().find("a batch of 3"), std::string::npos) << failed.status().message();
   EXPECT_NE(failed.status().message().find("it fails the same way when run again"), std::string::npos)
       << failed.status().message();
+}
+
+// What fails of the module in eval mode, or as its buffers are settled, is
+// its own code too (exit 2), not the machine's: a run said to resume, and
+// failed the same way again (found in review). A norm that keeps no running
+// statistics has none to settle; a layer no gradient reaches is timed.
+TEST_F(TorchScriptTrainerTest, AModulesEvalModeAndItsBuffersFailAsItsOwnCode) {
+  auto eval_raises = Load(Module("raises_in_eval.pt"));
+  ASSERT_TRUE(eval_raises.ok()) << eval_raises.status().ToString();
+  auto evaluated = (*eval_raises)->Evaluate(digits_->test);
+  ASSERT_FALSE(evaluated.ok());
+  EXPECT_EQ(evaluated.status().code(), StatusCode::kInvalidArgument) << evaluated.status().ToString();
+  EXPECT_NE(evaluated.status().message().find("evaluation failed (the module in eval mode): builtins.RuntimeError: "
+                                              "eval-mode path broken (the module's own code"),
+            std::string::npos)
+      << evaluated.status().message();
+
+  auto untracked = Load(Module("untracked_batch_norm.pt"));
+  ASSERT_TRUE(untracked.ok()) << untracked.status().ToString();
+  EXPECT_TRUE((*untracked)->SettleBuffers(SpreadSamples(digits_->train, 64), 8).ok());
+
+  ModelSpec spare;
+  spare.kind = ModelKind::kTorchScript;
+  spare.torchscript_path = Module("spare_head.pt");
+  auto layers = ProfileLayers(spare, digits_->train.info, {.batch_size = 4, .repetitions = 1});
+  EXPECT_TRUE(layers.ok()) << layers.status().ToString();
+}
+
+// A stage whose last layer hands on float64 sends float32, and the gradient
+// comes back through the cast: it failed as the module's own code, where
+// data parallelism trained it (found in review).
+TEST_F(TorchScriptTrainerTest, AStageWhoseOutputIsNotFloat32SendsItAsFloat32) {
+  ModelSpec model;
+  model.kind = ModelKind::kTorchScript;
+  model.torchscript_path = Module("double_tail.pt");
+  auto stage = CreateStageTrainer({model, digits_->train.info, 1, 1, 0, 5});
+  ASSERT_TRUE(stage.ok()) << stage.status().ToString();
+  auto sent = (*stage)->Forward(0, std::vector<float>(2 * 64, 0.5f));
+  ASSERT_TRUE(sent.ok()) << sent.status().ToString();
+  EXPECT_EQ(sent->size(), 2u * 10);
+  auto back = (*stage)->Backward(0, std::vector<float>(2 * 10, 0.1f));
+  EXPECT_TRUE(back.ok()) << back.status().ToString();
 }
 
 // A module with dropout draws its masks from a generator seeded with the
@@ -236,7 +280,7 @@ TEST_F(TorchScriptTrainerTest, TheTrainedModuleIsSavedAsTorchScriptThatLoadsWith
   ASSERT_TRUE(trained.ok());
   const std::string saved = Module("trained.pt");
   ASSERT_TRUE((*trainer)->SaveModel(saved).ok());
-  EXPECT_TRUE(IsTorchScriptModule(saved));
+  EXPECT_TRUE(*IsTorchScriptModule(saved));
 
   // Loaded as a job's model, and into an untrained one (a resume): the same
   // predictions, to the last bit.
@@ -259,7 +303,7 @@ TEST_F(TorchScriptTrainerTest, TheTrainedModuleIsSavedAsTorchScriptThatLoadsWith
   // A built-in model's file holds weights only: not a module to run.
   const std::string weights = Module("builtin.pt");
   ASSERT_TRUE((*builtin)->SaveModel(weights).ok());
-  EXPECT_FALSE(IsTorchScriptModule(weights));
+  EXPECT_FALSE(*IsTorchScriptModule(weights));
 }
 
 // A scripted nn.Sequential is cut between its children: stages of it, their

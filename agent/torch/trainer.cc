@@ -1,8 +1,8 @@
 #include "agent/torch/trainer.h"
 
-#include <filesystem>
-
 #include <algorithm>
+#include <charconv>
+#include <filesystem>
 #include <sstream>
 
 #include "agent/storage/archive_integrity.h"
@@ -131,12 +131,17 @@ StatusOr<ModelSpec> ReadModelSpec(const std::string& path) {
     for (const std::string& key : archive.keys()) {
       torch::serialize::InputArchive layer;
       torch::Tensor weight;
-      if (key.find_first_not_of("0123456789") == std::string::npos && archive.try_read(key, layer) &&
-          layer.try_read("weight", weight)) {
-        weights.emplace_back(std::stoi(key), weight.sizes().vec());
+      // A layer's index as SaveModel names it, within an int: a module's
+      // child named "99999999999" threw from std::stoi, and a weight of no
+      // dimension was read at its first (found in review).
+      int index = 0;
+      const auto [end, parsed] = std::from_chars(key.data(), key.data() + key.size(), index);
+      if (key.empty() || parsed != std::errc() || end != key.data() + key.size() || index < 0) continue;
+      if (archive.try_read(key, layer) && layer.try_read("weight", weight) && weight.dim() >= 1) {
+        weights.emplace_back(index, weight.sizes().vec());
       }
     }
-  } catch (const c10::Error&) {
+  } catch (const std::exception&) {
     // Any TorchScript module is read too (agent/evaluate_model.cc looks for
     // one first): the message had said only edgetrain's own were (a user's trial).
     return InvalidArgumentError(path + " is not a model edgetrain can read: not a LibTorch archive (it reads the "

@@ -79,6 +79,48 @@ class TwoInputs(nn.Module):
         return self.layers(x * mask)
 
 
+class HalfLogits(nn.Module):
+    """Ends its forward in float16, which this LibTorch's loss has no CPU kernel for."""
+
+    def __init__(self, features, classes):
+        super().__init__()
+        self.layers = mlp(features, classes)
+
+    def forward(self, x):
+        return self.layers(x).half()
+
+
+class RaisesInEval(nn.Module):
+    """Trains, and raises in eval mode on a batch of more than 2, as a user's
+    module whose eval-only path is broken does."""
+
+    def __init__(self, features, classes):
+        super().__init__()
+        self.layers = mlp(features, classes)
+
+    def forward(self, x):
+        if not self.training and x.size(0) > 2:
+            raise RuntimeError("eval-mode path broken")
+        return self.layers(x)
+
+
+class SpareHead(nn.Module):
+    """Holds a layer its forward never uses (a spare head): no gradient reaches it."""
+
+    def __init__(self, features, classes):
+        super().__init__()
+        self.layers = mlp(features, classes)
+        self.spare = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+class ToDouble(nn.Module):
+    def forward(self, x):
+        return x.double()
+
+
 def main(out):
     torch.manual_seed(0)
     save = lambda module, name: torch.jit.save(torch.jit.script(module), os.path.join(out, name))
@@ -106,6 +148,15 @@ def main(out):
     # per channel"): its layers are timed on passes of 2 or more.
     save(nn.Sequential(nn.Flatten(), nn.Linear(64, 16), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, 10)),
          "batch_norm.pt")
+    save(HalfLogits(64, 10), "half_output.pt")
+    save(RaisesInEval(64, 10), "raises_in_eval.pt")
+    save(SpareHead(64, 10), "spare_head.pt")
+    # Keeps no running statistics: None where a batch norm's would be.
+    save(nn.Sequential(nn.Flatten(), nn.Linear(64, 16), nn.BatchNorm1d(16, track_running_stats=False), nn.ReLU(),
+                       nn.Linear(16, 10)), "untracked_batch_norm.pt")
+    # Hands on float64 from its fifth layer: a stage's output crosses links as float32.
+    save(nn.Sequential(nn.Flatten(), nn.Linear(64, 16), nn.ReLU(), nn.Linear(16, 10), ToDouble(), nn.Identity()),
+         "double_tail.pt")
     frozen = mlp(64, 10)
     for p in frozen.parameters():
         p.requires_grad_(False)
