@@ -226,6 +226,11 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
        "spec.template.resources.requests.nvidia.com/gpu: must equal its limit, 2 (got 1)"},
       {With(R"({"spec": {"template": {"resources": {"limits": {"nvidia.com/gpu": "500m"}}}}})"),
        "spec.template.resources.limits.nvidia.com/gpu: must be a whole number"},
+      // Past an int, narrowed in silence: 4294967297 checkpointed every step.
+      {With(R"({"spec": {"faultTolerance": {"checkpointEvery": 4294967297}}})"),
+       "spec.faultTolerance.checkpointEvery: must be <= 2147483647 (got 4294967297)"},
+      {With(R"({"spec": {"evaluation": {"everySeconds": 1e10}}})"),
+       "spec.evaluation.everySeconds: must be <= 360000000 (got 10000000000)"},
       {"", "job.yaml: the manifest is empty; expected a TrainingJob with apiVersion: edgetrain.dev/v1alpha1"},
       {"# only a comment\n", "job.yaml: the manifest is empty"},
       {kValid.dump() + "\n---\n" + kValid.dump(), "job.yaml: expected one TrainingJob, found 2 documents"},

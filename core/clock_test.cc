@@ -1,5 +1,6 @@
 #include "core/clock.h"
 
+#include <cmath>
 #include <thread>
 #include <vector>
 
@@ -113,6 +114,12 @@ TEST(RealClockTest, IsMonotonicAndSleeps) {
 TEST(SecondsTest, RoundTrips) {
   EXPECT_DOUBLE_EQ(ToSeconds(FromSeconds(1.25)), 1.25);
   EXPECT_EQ(FromSeconds(0.5), milliseconds(500));
+  // Saturated where the nanoseconds would overflow: 1e10 s was a negative time.
+  EXPECT_EQ(FromSeconds(1e10), Duration::max());
+  EXPECT_EQ(FromSeconds(1e300), Duration::max());
+  EXPECT_EQ(FromSeconds(-1e300), Duration::min());
+  EXPECT_EQ(FromSeconds(std::nan("")), Duration::zero());
+  EXPECT_EQ(FromSeconds(9e9), std::chrono::seconds(9'000'000'000));
 }
 
 }  // namespace

@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
+#include <limits>
 #include <memory>
+#include <string>
+#include <type_traits>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -129,6 +133,18 @@ class Reader {
   }
   template <typename T>
   void Convert(const char* key, const Json& v, T& out) {
+    // A whole number past what the field holds was narrowed in silence:
+    // checkpointEvery 4294967297 checkpointed every step (found in review).
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      const bool outside = v.is_number_unsigned()  ? !std::in_range<T>(v.get<uint64_t>())
+                           : v.is_number_integer() ? !std::in_range<T>(v.get<int64_t>())
+                                                   : false;
+      if (outside) {
+        Fail(key, v.dump() + " is beyond what it takes, " + std::to_string(std::numeric_limits<T>::min()) + " to " +
+                      std::to_string(std::numeric_limits<T>::max()));
+        return;
+      }
+    }
     try {
       out = v.get<T>();
     } catch (const Json::exception& e) {
