@@ -83,7 +83,13 @@ std::string LabelElsewhere(const std::vector<std::string_view>& header, int64_t 
     return "the header names column " + std::to_string(i + 1) + " of " + std::to_string(header.size()) + " " +
            Quoted(header[i]) + ", but each sample's label is read from its " +
            (label_column == 0 ? std::string("first column") : "column " + std::to_string(label_column + 1)) +
-           ": write the label first, then the features (docs/own-model.md)";
+           ": write the label first, then the features (docs/own-model.md)" +
+           // A first column without a name is pandas' index, written unless
+           // told not to: the way out is that, not moving the label (a new
+           // user's trial).
+           (i == 1 && header[0].empty() ? std::string("; an unnamed first column is pandas' index: write the file "
+                                                       "with to_csv(..., index=False)")
+                                        : std::string());
   }
   return "";
 }

@@ -104,6 +104,10 @@ TEST(CsvFormatTest, RefusesBadRows) {
       {"x,Class,y,z\n0,1,2,3\n", {}, "t.csv:1: the header names column 2 of 4 'Class', but each sample's label is "
                                       "read from its first column: write the label first, then the features "
                                       "(docs/own-model.md)"},
+      {",label,x,y,z\n0,1,2,3,4\n", {}, "t.csv:1: the header names column 2 of 5 'label', but each sample's label "
+                                         "is read from its first column: write the label first, then the features "
+                                         "(docs/own-model.md); an unnamed first column is pandas' index: write the "
+                                         "file with to_csv(..., index=False)"},
       {"1.5,2,3,4\n", {}, "t.csv:1: label '1.5' is not an integer"},
       {"4,2,3,4\n", {}, "t.csv:1: label 4 is out of range [0, 4): spec.data.classes is 4"},
       {"-1,2,3,4\n", {}, "t.csv:1: label -1 is out of range [0, 4): spec.data.classes is 4"},

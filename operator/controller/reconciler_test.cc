@@ -2110,7 +2110,7 @@ TEST_F(ReconcilerTest, AVeryLongTtlIsWaitedAndAJobOfTheSameNameAppliedSinceIsNot
     EXPECT_EQ(Job(name)["status"]["phase"], api::phase::kSucceeded);
     return key;
   };
-  const std::string forever = finish("forever", 10'000'000'000);
+  const std::string forever = finish("forever", 2'147'483'647);  // 68 years, the schema's most
   const std::string brief = finish("brief", 60);
   now_ += std::chrono::seconds(61);
   const ReconcileOutcome waiting = Reconcile(forever);

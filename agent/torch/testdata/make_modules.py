@@ -116,6 +116,22 @@ class SpareHead(nn.Module):
         return self.layers(x)
 
 
+class Tied(nn.Module):
+    """Two layers share one weight, as a language model's embedding and output
+    layer do: parameters() lists it twice."""
+
+    def __init__(self, features, classes):
+        super().__init__()
+        self.flatten = nn.Flatten()
+        self.a = nn.Linear(features, features)
+        self.b = nn.Linear(features, features)
+        self.b.weight = self.a.weight
+        self.out = nn.Linear(features, classes)
+
+    def forward(self, x):
+        return self.out(torch.relu(self.b(torch.relu(self.a(self.flatten(x))))))
+
+
 class ToDouble(nn.Module):
     def forward(self, x):
         return x.double()
@@ -151,6 +167,7 @@ def main(out):
     save(HalfLogits(64, 10), "half_output.pt")
     save(RaisesInEval(64, 10), "raises_in_eval.pt")
     save(SpareHead(64, 10), "spare_head.pt")
+    save(Tied(64, 10), "tied.pt")
     # Keeps no running statistics: None where a batch norm's would be.
     save(nn.Sequential(nn.Flatten(), nn.Linear(64, 16), nn.BatchNorm1d(16, track_running_stats=False), nn.ReLU(),
                        nn.Linear(16, 10)), "untracked_batch_norm.pt")
