@@ -51,6 +51,17 @@ class RunCommandTest : public testing::Test {
     return p.string();
   }
 
+  // A team of `workers` on a file of 40 samples of 4 features and 2 classes,
+  // in batches of `batch`, within `budget` (YAML flow).
+  std::string ATeamOnFortySamples(const std::string& name, int batch, int workers, const std::string& budget) {
+    std::ofstream train(dir_ / "train.csv");
+    for (int i = 0; i < 40; ++i) train << i % 2 << ",0.1,0.2,0.3," << i % 5 << "\n";
+    return Manifest(name, "  model: {name: mlp, hidden: [8]}\n  data: {format: csv, inputShape: [4], classes: 2, "
+                          "batchSize: " + std::to_string(batch) +
+                              ", train: {path: train.csv}, test: {path: train.csv}}\n  parallelism: {workers: " +
+                              std::to_string(workers) + "}\n  budget: " + budget + "\n");
+  }
+
   // The runner's run folders go to the test's folder, not /tmp.
   StatusOr<ChildProcess> Start(std::vector<std::string> args) {
     args.insert(args.begin(), kEdgetrain);
@@ -1005,16 +1016,8 @@ TEST_F(RunCommandTest, AnotherJobsFinishedModelReplacedIsNamedWithItsJob) {
 // new user's trial: a batch of 65,536 over 1,438 samples of their own trained
 // to 0.15 with no word).
 TEST_F(RunCommandTest, ATeamWhoseBatchIsLargerThanItsShareOfItsFilesIsWarned) {
-  std::ofstream train(dir_ / "train.csv");
-  for (int i = 0; i < 40; ++i) train << i % 2 << ",0.1,0.2,0.3," << i % 5 << "\n";
-  train.close();
-  Outcome run = Execute({"run",
-                         Manifest("big-batch", "  model: {name: mlp, hidden: [8]}\n"
-                                               "  data: {format: csv, inputShape: [4], classes: 2, batchSize: 32,"
-                                               " train: {path: train.csv}, test: {path: train.csv}}\n"
-                                               "  parallelism: {workers: 2}\n"
-                                               "  budget: {epochs: 4, wallClock: 20s}\n"),
-                         "--insecure", "--output", (dir_ / "big" / "out").string()});
+  Outcome run = Execute({"run", ATeamOnFortySamples("big-batch", 32, 2, "{epochs: 4, wallClock: 20s}"), "--insecure",
+                         "--output", (dir_ / "big" / "out").string()});
   EXPECT_EQ(run.exit, 0) << run.stderr_text;
   const std::string warning =
       "warning: big-batch: each worker holds 20 training samples, fewer than its batch of 32: every step repeats samples";
@@ -1027,15 +1030,7 @@ TEST_F(RunCommandTest, ATeamWhoseBatchIsLargerThanItsShareOfItsFilesIsWarned) {
 // push: the team trains until its model has stepped. It ended before a
 // round closed and saved the model it began with, exit 0 (a new user's trial).
 TEST_F(RunCommandTest, ATeamWhoseFirstPushSpendsItsEpochsStepsItsModelFirst) {
-  std::ofstream train(dir_ / "train.csv");
-  for (int i = 0; i < 40; ++i) train << i % 2 << ",0.1,0.2,0.3," << i % 5 << "\n";
-  train.close();
-  Outcome run = Execute({"run",
-                         Manifest("huge-batch", "  model: {name: mlp, hidden: [8]}\n"
-                                                "  data: {format: csv, inputShape: [4], classes: 2, batchSize: 4096,"
-                                                " train: {path: train.csv}, test: {path: train.csv}}\n"
-                                                "  parallelism: {workers: 3}\n"
-                                                "  budget: {epochs: 1, wallClock: 60s}\n"),
+  Outcome run = Execute({"run", ATeamOnFortySamples("huge-batch", 4096, 3, "{epochs: 1, wallClock: 60s}"),
                          "--insecure", "--json", "--no-curves", "--output", (dir_ / "huge" / "out").string()});
   ASSERT_EQ(run.exit, 0) << run.stderr_text;
   const nlohmann::json result = nlohmann::json::parse(run.stdout_lines.back());
