@@ -97,6 +97,11 @@ Status CheckPipelineLayout(const PipelineLayout& layout, size_t workers) {
     for (const PipelineDevice& d : from->devices) {
       if (!(d.speed > 0)) return InvalidArgumentError("plan: pipeline.plannedFrom: device " + d.name + " has no speed");
     }
+    // The head plans again from it: with no micro-batch count to try, the
+    // planner had none to pick (found in review).
+    if (from->max_micro_batches < 1) {
+      return InvalidArgumentError("plan: pipeline.plannedFrom.maxMicroBatches must be >= 1");
+    }
   }
   return Status::Ok();
 }

@@ -262,6 +262,10 @@ TEST(JobPlanTest, WhatAPipelineWasPlannedFromRoundTrips) {
   plan.pipeline->stages_given = true;
   EXPECT_TRUE(DecodeJobPlan(EncodeJobPlan(plan))->pipeline->stages_given) << "kept as given";
 
+  plan.pipeline->planned_from->max_micro_batches = 0;  // a plan edited by hand: the head had none to try
+  EXPECT_NE(DecodeJobPlan(EncodeJobPlan(plan)).status().message().find("plannedFrom.maxMicroBatches must be >= 1"),
+            std::string::npos);
+  plan.pipeline->planned_from->max_micro_batches = 16;
   plan.pipeline->planned_from->devices.pop_back();
   EXPECT_NE(DecodeJobPlan(EncodeJobPlan(plan)).status().message().find("plannedFrom has 1 devices for 2 workers"),
             std::string::npos);

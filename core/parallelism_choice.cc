@@ -107,7 +107,9 @@ StatusOr<ParallelismChoice> ChooseParallelism(const PipelineProblem& problem, Pa
                           (!dp.cost.fits || plan.cost.samples_per_s > dp.cost.samples_per_s);
   if (split_wins) {
     choice.chosen = choice.plan_mode;
-    choice.reason = whole + AgainstDataParallelism(plan, dp);
+    // Why the split is not the fastest found: of the split alone, not of data
+    // parallelism where that is chosen (found in review).
+    choice.reason = whole + AgainstDataParallelism(plan, dp) + note;
   } else if (!whole.empty()) {
     choice.chosen = ParallelismMode::kDataParallel;
     choice.reason = whole + "as data parallelism on every device, predicted " + SamplesPerSecond(dp.cost.samples_per_s);
@@ -116,7 +118,6 @@ StatusOr<ParallelismChoice> ChooseParallelism(const PipelineProblem& problem, Pa
     choice.reason = "no split is predicted faster than data parallelism on the same devices and links (" +
                     SamplesPerSecond(dp.cost.samples_per_s) + ")";
   }
-  choice.reason += note;
   return choice;
 }
 
