@@ -133,9 +133,10 @@ MachineSize ThisMachine() {
 
 // --observe: the local Prometheus, said where it is; what failed said on `err`.
 StatusOr<RunObserver> StartObserver(const RunOptions& options, const LocalRunPlan& plan, Clock& clock,
-                                    std::ostream& err) {
+                                    std::ostream& err, const std::atomic<bool>& interrupted) {
   auto started = RunObserver::Start(kPrometheus, fs::path(plan.job.output_dir) / "prometheus", options.observe_port,
-                                    options.observe_rules, clock, kObserverReady);
+                                    options.observe_rules, clock, kObserverReady, &interrupted);
+  if (started.status().code() == StatusCode::kCancelled) return started.status();
   if (!started.ok()) {
     err << "error: --observe: " << started.status().message() << "\n";
     return started.status();
@@ -1033,7 +1034,8 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   // run before it trains.
   std::optional<RunObserver> observer;
   if (options.observe) {
-    auto started = StartObserver(options, plan, clock, err);
+    auto started = StartObserver(options, plan, clock, err, interrupted);
+    if (started.status().code() == StatusCode::kCancelled) return not_started();
     if (!started.ok()) return ExitCodeFor(started.status());
     observer.emplace(std::move(*started));
   }

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <cctype>
@@ -414,6 +415,21 @@ TEST(PrometheusScrapeTest, ARulesFilePrometheusWouldRefuseIsRefusedBeforeItStart
                                     clock, seconds(60));
   ASSERT_TRUE(shipped.ok()) << shipped.status().ToString();
   shipped->Stop(seconds(10));
+}
+
+// A Ctrl-C while Prometheus starts ends the wait at once, the server
+// stopped: the run waited out its 30 s for a ready it no longer wanted.
+TEST(PrometheusScrapeTest, AnInterruptWhileItStartsStopsItAtOnce) {
+  fs::path dir = fs::path(testing::TempDir()) / "prometheus-interrupted";
+  fs::remove_all(dir);
+  RealClock clock;
+  const std::atomic<bool> interrupted{true};
+  const TimePoint began = clock.Now();
+  auto observer = RunObserver::Start("/usr/bin/prometheus", dir, 0, "", clock, seconds(60), &interrupted);
+  ASSERT_FALSE(observer.ok());
+  EXPECT_EQ(observer.status().code(), StatusCode::kCancelled) << observer.status().ToString();
+  EXPECT_LT(clock.Now() - began, seconds(20));
+  EXPECT_FALSE(ProcessWith("--storage.tsdb.path=" + (dir / "data").string()).has_value()) << "stopped";
 }
 
 }  // namespace

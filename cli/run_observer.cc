@@ -86,7 +86,8 @@ Status CheckRules(const std::string& prometheus, const std::string& rules) {
 }  // namespace
 
 StatusOr<RunObserver> RunObserver::Start(const std::string& prometheus, const fs::path& dir, int port,
-                                         const std::string& rules, Clock& clock, Duration ready_timeout) {
+                                         const std::string& rules, Clock& clock, Duration ready_timeout,
+                                         const std::atomic<bool>* interrupted) {
   std::error_code ec;
   if (!fs::exists(prometheus, ec)) {
     return NotFoundError(prometheus + " is missing: --observe runs Debian's prometheus (apt-get install prometheus)");
@@ -136,6 +137,11 @@ StatusOr<RunObserver> RunObserver::Start(const std::string& prometheus, const fs
     auto ready = http::HttpGet(address, "/-/ready");
     // Ready, and ours: one that lost a race for the port exits.
     if (ready.ok() && ready->status == 200 && !server->Poll()) break;
+    if (interrupted && interrupted->load()) {
+      server->Signal(SIGTERM);
+      server->Wait(ready_timeout);
+      return CancelledError("interrupted while prometheus started");
+    }
     if (clock.Now() >= deadline) {
       server->Signal(SIGKILL);
       server->Wait(ready_timeout);

@@ -8,6 +8,7 @@
 // file_sd targets file once their ports are known. Its data stays in the
 // output folder's prometheus/ for a later look.
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -31,9 +32,11 @@ class RunObserver {
   // Starts `prometheus` serving on 127.0.0.1:`port` (0: a port the OS gives)
   // with its data under `dir`, evaluating the alerting rules of `rules` (a
   // Prometheus rules file such as dashboards/alerts.yaml; empty: none); waits
-  // at most `ready_timeout` for it to be ready.
+  // at most `ready_timeout` for it to be ready, or until `interrupted`
+  // (Cancelled, the server stopped): a Ctrl-C as it started waited out its 30 s.
   static StatusOr<RunObserver> Start(const std::string& prometheus, const std::filesystem::path& dir, int port,
-                                     const std::string& rules, Clock& clock, Duration ready_timeout);
+                                     const std::string& rules, Clock& clock, Duration ready_timeout,
+                                     const std::atomic<bool>* interrupted = nullptr);
   // A moved-from observer stops nothing: its server is the new one's.
   RunObserver(RunObserver&& other) noexcept
       : dir_(std::move(other.dir_)),
