@@ -78,6 +78,8 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--target", type=float, default=None,
                    help="stop once the mean of the last 5 evaluations reaches it, as bench/dp-links stops every mode")
+    p.add_argument("--at-least", type=float, default=0.0,
+                   help="but not before this many seconds of training: the accuracy at a budget is then measured")
     p.add_argument("--watts", default="15,7,5", help="compute,communicate,idle for the energy model")
     a = p.parse_args()
 
@@ -181,8 +183,8 @@ def main():
                                        "energy_joules": energy}}), flush=True)
             last_eval = time.perf_counter()
         if iteration % 10 == 0:  # everyone stops at the same step
-            held = a.target is not None and len(recent) == 5 and sum(recent) / 5 >= a.target
             wall = time.perf_counter() - start
+            held = a.target is not None and len(recent) == 5 and sum(recent) / 5 >= a.target and wall >= a.at_least
             shared = torch.tensor([1.0 if held or wall >= a.budget else 0.0, stall_s, busy_s, wall])
             dist.all_reduce(shared)  # summed: any worker's stop stops all
             stop, team["stall"], team["busy"], team["wall"] = shared.tolist()

@@ -144,6 +144,25 @@ class AccuracyAtBudget(unittest.TestCase):
         self.assertEqual(bench.at_budget(run, 9, 2.0), 0.7)
         self.assertIsNone(bench.at_budget(run, 1, 2.0))
 
+    def test_a_run_that_holds_the_target_early_goes_on_to_the_budget(self):
+        # Held from 10 s (the mean of five at 0.85), stopped only once 20 s are
+        # trained: its accuracy at a budget of 20 s is then measured, where it
+        # had been read as its accuracy at 10 s.
+        bench = load_bench()
+        evals = [{"seconds": 2.0 * i, "accuracy": 0.85, "iteration": 10.0 * i} for i in range(1, 6)]
+        self.assertFalse(bench.held_after(evals, 0.85, 20))
+        evals += [{"seconds": 2.0 * i, "accuracy": 0.9, "iteration": 10.0 * i} for i in range(6, 11)]
+        self.assertTrue(bench.held_after(evals, 0.85, 20))
+        self.assertFalse(bench.held_after([], 0.85, 0))
+
+    def test_a_row_being_written_is_left_out(self):
+        bench = load_bench()
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "evaluations.csv")
+            with open(path, "w") as f:
+                f.write("seconds,iteration,samples,accuracy\n2.0,10,640,0.5\n4.0,20\n")
+            self.assertEqual([e["accuracy"] for e in bench.read_evaluations(path)], [0.5])
+
 
 if __name__ == "__main__":
     unittest.main()
