@@ -62,8 +62,11 @@ int main(int argc, char** argv) {
   std::vector<double> loss;
   int missed = 0, optimal = 0;
   for (int i = 0; i < instances; ++i) {
-    const PipelineProblem p = testing::RandomPipelineProblem(small, 1 + static_cast<int>(small() % 8),
-                                                             1 + static_cast<int>(small() % 6));
+    // Drawn one after the other: as two arguments, the order of their draws
+    // is the compiler's, and so were the instances (a reviewer's check).
+    const int layers = 1 + static_cast<int>(small() % 8);
+    const int devices = 1 + static_cast<int>(small() % 6);
+    const PipelineProblem p = testing::RandomPipelineProblem(small, layers, devices);
     const auto best = testing::BruteForcePipelineStep(p);
     if (!best) continue;
     const auto relaxed = PlanPipeline(p, {.exact_devices = 0});
