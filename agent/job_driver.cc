@@ -467,7 +467,8 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   p.stop_reason = *stop;
   Publish(p);
   if (*stop == StopReason::kCancelled) engine_.Interrupted();
-  engine_.Finish(*stop == StopReason::kTarget ? FinalModel::kLastEvaluated : FinalModel::kCurrent);
+  EDGETRAIN_RETURN_IF_ERROR(
+      engine_.Finish(*stop == StopReason::kTarget ? FinalModel::kLastEvaluated : FinalModel::kCurrent));
   p = engine_.Progress();
   fill(p, end);
   // Still finishing, as published above: the final evaluation's publish

@@ -48,7 +48,7 @@ class GuessingEngine final : public TrainingEngine {
   int64_t TestSamples() const override { return inner_.TestSamples(); }
   void Snapshot(JobCheckpoint& into) override { inner_.Snapshot(into); }
   void Interrupted() override { inner_.Interrupted(); }
-  void Finish(FinalModel final) override { inner_.Finish(final); }
+  Status Finish(FinalModel final) override { return inner_.Finish(final); }
   Status SaveModel(const std::string& path) override { return inner_.SaveModel(path); }
 
  private:
@@ -81,7 +81,10 @@ class ScriptedEngine final : public TrainingEngine {
   int64_t TestSamples() const override { return 10; }
   void Snapshot(JobCheckpoint&) override {}
   std::function<void(JobProgress&, FinalModel)> finish = [](JobProgress&, FinalModel) {};
-  void Finish(FinalModel final) override { finish(progress, final); }
+  Status Finish(FinalModel final) override {
+    finish(progress, final);
+    return Status::Ok();
+  }
   Status SaveModel(const std::string& path) override { return WriteFileAtomically(path, "scripted"); }
 };
 

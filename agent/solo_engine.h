@@ -43,7 +43,7 @@ class SoloEngine final : public TrainingEngine {
   StatusOr<double> Evaluate() override;
   int64_t TestSamples() const override { return data_.test.size(); }
   void Snapshot(JobCheckpoint& into) override;
-  void Finish(FinalModel) override {}  // nothing trains once the driver stops advancing
+  Status Finish(FinalModel) override { return Status::Ok(); }  // nothing trains once the driver stops advancing
   Status SaveModel(const std::string& path) override { return trainer_.SaveModel(path); }
 
  private:

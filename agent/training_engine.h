@@ -70,8 +70,10 @@ class TrainingEngine {
   // over (a coordinator placed anew, or restarted, takes them up again).
   virtual void Interrupted() {}
   // Training is over: nothing changes the model from here on, and a team's
-  // workers are told to stop. `final` says which model is kept.
-  virtual void Finish(FinalModel final) = 0;
+  // workers are told to stop. `final` says which model is kept. An error: the
+  // model trained could not be had (a pipeline's stages' state never
+  // fetched), and nothing is to be saved as though it were.
+  virtual Status Finish(FinalModel final) = 0;
   virtual Status SaveModel(const std::string& path) = 0;
 };
 

@@ -752,8 +752,9 @@ TEST_F(RunCommandTest, AModuleThatCannotBeSplitRunsWholeUnderAutoAndIsRefusedAHy
   Outcome hybrid = Execute({"run", with_mode("hybrid"), "--no-curves", "--output", (dir_ / "hybrid").string()});
   EXPECT_EQ(hybrid.exit, 2) << hybrid.stderr_text;
   EXPECT_NE(hybrid.stderr_text.find("a pipeline cuts a model between the children of an nn.Sequential, and " + why +
-                                    ": script an nn.Sequential, or train it with parallelism.mode auto (which runs it "
-                                    "whole) or dataParallel"),
+                                    ": script an nn.Sequential whose children each take the one before's output and "
+                                    "share no weight, or train it with parallelism.mode auto (which runs it whole) or "
+                                    "dataParallel"),
             std::string::npos)
       << hybrid.stderr_text;
   Outcome run = Execute({"run", with_mode("auto"), "--json", "--no-curves", "--output", (dir_ / "auto").string()});

@@ -29,8 +29,11 @@ Status CheckSplitAllowed(const JobSpec& spec, std::span<const LayerCost> layers)
     if (layer.cannot_cut.empty()) continue;
     return InvalidArgumentError("spec.model.torchscript: a pipeline cuts a model between the children of an "
                                 "nn.Sequential, and " + layer.cannot_cut +
-                                ": script an nn.Sequential, or train it with parallelism.mode auto (which runs it "
-                                "whole) or dataParallel");
+                                // Said for both ways a module is not cut: a
+                                // tie too (a new user's trial).
+                                ": script an nn.Sequential whose children each take the one before's output and "
+                                "share no weight, or train it with parallelism.mode auto (which runs it whole) or "
+                                "dataParallel");
   }
   return Status::Ok();
 }

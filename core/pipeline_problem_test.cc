@@ -45,8 +45,8 @@ TEST(PipelineProblemTest, AModelTakenWholeIsRefusedASplitAndRunWholeByAuto) {
     ASSERT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << NameOf(mode);
     EXPECT_EQ(refused.status().message(),
               "spec.model.torchscript: a pipeline cuts a model between the children of an nn.Sequential, and " + why +
-                  ": script an nn.Sequential, or train it with parallelism.mode auto (which runs it whole) or "
-                  "dataParallel");
+                  ": script an nn.Sequential whose children each take the one before's output and share no "
+                  "weight, or train it with parallelism.mode auto (which runs it whole) or dataParallel");
   }
   JobSpec spec = Job();
   spec.parallelism.mode = ParallelismMode::kAuto;

@@ -302,7 +302,7 @@ void Coordinator::Interrupted() {
   interrupted_ = true;
 }
 
-void Coordinator::Finish(FinalModel final) {
+Status Coordinator::Finish(FinalModel final) {
   std::unique_lock lock(mu_);
   active_at_end_ = ActiveWorkers();
   // Every sender sends Stop; streams then end.
@@ -323,6 +323,7 @@ void Coordinator::Finish(FinalModel final) {
     std::span<const float> params = aggregator_.parameters();
     std::copy(params.begin(), params.end(), model_.Parameters().begin());
   }
+  return Status::Ok();
 }
 
 // Settled here too: an interrupted run saves weights it did not evaluate

@@ -142,7 +142,7 @@ class Coordinator final : public TrainingEngine {
   std::optional<double> EvaluationGuess() const override;
   void Snapshot(JobCheckpoint& into) override;
   void Interrupted() override;
-  void Finish(FinalModel final) override;
+  Status Finish(FinalModel final) override;
   Status SaveModel(const std::string& path) override;
 
   // The service's side. A stream `stream` of worker `w`, whose Hello says its

@@ -109,7 +109,7 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   int64_t TestSamples() const override { return test_.size(); }
   std::optional<double> EvaluationGuess() const override;
   void Snapshot(JobCheckpoint& into) override;
-  void Finish(FinalModel final) override;
+  Status Finish(FinalModel final) override;
   Status SaveModel(const std::string& path) override;
 
   // Where its per-stage metrics go (set before Start); none: not exported.

@@ -259,7 +259,7 @@ void PipelineHead::Snapshot(JobCheckpoint& into) {
   into.optimizer = std::move(state->optimizer);
 }
 
-void PipelineHead::Finish(FinalModel final) {
+Status PipelineHead::Finish(FinalModel final) {
   // The stages' state, fetched once more before they are told to stop: the
   // driver evaluates and checkpoints the final model after this. Stages never
   // welcomed (the job stopped while they gathered) hold nothing to fetch.
@@ -271,6 +271,7 @@ void PipelineHead::Finish(FinalModel final) {
   StatusOr<JobCheckpoint> state =
       welcomed ? StateNow()
                : StatusOr<JobCheckpoint>(CancelledError("the job stopped before the stages were welcomed"));
+  Status failed = Status::Ok();
   if (!state.ok() && fetched_) {
     // The stages' state as last fetched, optimizer and all, so that its
     // checkpoint still resumes (parameters alone would be refused).
@@ -281,6 +282,14 @@ void PipelineHead::Finish(FinalModel final) {
   } else if (!state.ok()) {
     Log() << "pipeline: the stages' state was never fetched, and the final model is the one the head started "
           << "from: " << state.status().message() << "\n";
+    // Steps trained and none of them had: the job fails, rather than save
+    // and evaluate the model it began with as though trained (a pipeline of
+    // a tied module did, exit 0: a new user's trial).
+    if (welcomed && step_ > 0) {
+      failed = InternalError("the stages' state after " + std::to_string(step_) +
+                             " steps could not be had, and the head holds only the model it began with: " +
+                             state.status().message());
+    }
     state = JobCheckpoint{};
     std::span<const float> params = model_.Parameters();
     state->parameters.assign(params.begin(), params.end());
@@ -308,6 +317,7 @@ void PipelineHead::Finish(FinalModel final) {
     }
   }
   for (int r : connected) (void)SendTo(r, stop);
+  return failed;
 }
 
 // Settled here too: an interrupted run saves weights it did not evaluate

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <new>
 #include <set>
 #include <sstream>
@@ -379,8 +380,11 @@ class TorchScriptTrainer final : public Trainer {
 class ScriptedLayerImpl : public torch::nn::Module {
  public:
   explicit ScriptedLayerImpl(torch::jit::Module child) : child_(std::move(child)) {
+    std::set<const c10::TensorImpl*> registered;
     for (const auto& p : child_.named_parameters(/*recurse=*/true)) {
       if (!p.value.requires_grad()) continue;  // frozen, as the whole-module trainer leaves it
+      // A weight two of its parts share, once: as TrainableOnce takes it.
+      if (!registered.insert(p.value.unsafeGetTensorImpl()).second) continue;
       std::string name = p.name;
       std::replace(name.begin(), name.end(), '.', '_');
       register_parameter(name, p.value);
@@ -455,6 +459,23 @@ StatusOr<std::vector<ModelLayer>> ScriptedLayers(const ModelSpec& spec) {
     return std::vector<ModelLayer>{{class_name, std::move(net),
                                     spec.torchscript_path + " is a " + class_name +
                                         ", whose forward may use its children in any order"}};
+  }
+  // Children that share a weight (tied) are one layer too: stages of their
+  // own would each train a copy of it, and the stages' state no longer fit
+  // the whole module's; a pipeline of a tied module saved the model it began
+  // with (a new user's trial).
+  std::map<const c10::TensorImpl*, std::string> holder;
+  for (const auto& child : module.named_children()) {
+    for (const torch::Tensor& p : child.value.parameters(/*recurse=*/true)) {
+      if (!p.requires_grad()) continue;
+      const auto [held, fresh] = holder.emplace(p.unsafeGetTensorImpl(), child.name);
+      if (fresh || held->second == child.name) continue;
+      torch::nn::Sequential net;
+      net->push_back(ScriptedLayer(module));
+      return std::vector<ModelLayer>{{"Sequential", std::move(net),
+                                      spec.torchscript_path + "'s layers " + held->second + " and " + child.name +
+                                          " share a weight, which stages of their own would train as two copies"}};
+    }
   }
   std::vector<ModelLayer> layers;
   for (const auto& child : module.named_children()) {

@@ -544,6 +544,33 @@ TEST_F(TorchScriptTrainerTest, ABatchNormsBuffersGoIntoACheckpointAndComeBack) {
 // layer, which says why it is not cut, and a stage of it trains the whole
 // module (auto runs it so on a device or a group; PipelineProblemOf refuses a
 // pipeline of it).
+// Layers that share a weight are not cut apart: stages of their own would
+// each train a copy, and a pipeline of a tied module saved the model it began
+// with (a new user's trial). A tie within one layer is its own, held once.
+TEST_F(TorchScriptTrainerTest, LayersThatShareAWeightAreOneLayer) {
+  ModelSpec model;
+  model.kind = ModelKind::kTorchScript;
+  const int64_t unique = 64 * 64 + 64 + 64 + 64 * 10 + 10;
+  model.torchscript_path = Module("tied_across_layers.pt");
+  auto across = ProfileLayers(model, digits_->train.info, {.batch_size = 4, .repetitions = 1});
+  ASSERT_TRUE(across.ok()) << across.status().ToString();
+  ASSERT_EQ(across->size(), 1u);
+  EXPECT_EQ((*across)[0].cannot_cut, Module("tied_across_layers.pt") + "'s layers 1 and 3 share a weight, which "
+                                                                       "stages of their own would train as two copies");
+  EXPECT_EQ((*across)[0].parameter_bytes, 4 * unique);
+  auto whole = Load(model.torchscript_path);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  EXPECT_EQ((*whole)->ParameterCount(), unique);
+
+  model.torchscript_path = Module("tied_within_a_layer.pt");
+  auto within = ProfileLayers(model, digits_->train.info, {.batch_size = 4, .repetitions = 1});
+  ASSERT_TRUE(within.ok()) << within.status().ToString();
+  ASSERT_EQ(within->size(), 4u) << "cut between its children";
+  int64_t bytes = 0;
+  for (const LayerCost& layer : *within) bytes += layer.parameter_bytes;
+  EXPECT_EQ(bytes, 4 * unique) << "the stages' parameters are the module's, each once";
+}
+
 TEST_F(TorchScriptTrainerTest, AnyOtherModuleIsOneLayerThatSaysWhyItIsNotCut) {
   ModelSpec model;
   model.kind = ModelKind::kTorchScript;

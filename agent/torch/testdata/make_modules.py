@@ -168,6 +168,14 @@ def main(out):
     save(RaisesInEval(64, 10), "raises_in_eval.pt")
     save(SpareHead(64, 10), "spare_head.pt")
     save(Tied(64, 10), "tied.pt")
+    # An nn.Sequential whose children 1 and 3 share a weight; and one whose
+    # child 1 holds a tie within itself.
+    across = nn.Sequential(nn.Flatten(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
+    across[3].weight = across[1].weight
+    save(across, "tied_across_layers.pt")
+    inner = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64))
+    inner[2].weight = inner[0].weight
+    save(nn.Sequential(nn.Flatten(), inner, nn.ReLU(), nn.Linear(64, 10)), "tied_within_a_layer.pt")
     # Keeps no running statistics: None where a batch norm's would be.
     save(nn.Sequential(nn.Flatten(), nn.Linear(64, 16), nn.BatchNorm1d(16, track_running_stats=False), nn.ReLU(),
                        nn.Linear(16, 10)), "untracked_batch_norm.pt")
