@@ -13,7 +13,7 @@
 namespace edgetrain::cli {
 namespace {
 
-// The bar's width, and its width on a terminal too narrow for the line.
+// The bar's width, and its width on a terminal of fewer than 120 columns.
 constexpr int kBarWidth = 24;
 constexpr int kNarrowBarWidth = 10;
 // Training time a rate is shown after.
@@ -118,23 +118,63 @@ std::string Fixed(double v, int digits) {
   return buf;
 }
 
-std::string FormatProgressBar(const JobProgress& p, int bar_width, const std::vector<std::string>& names) {
+namespace {
+
+// The bar line in three: what comes first (the bar, the share, the
+// iteration), the measures, and the time with what the job is doing.
+struct BarParts {
+  std::string head, measures, tail;
+};
+
+BarParts BarPartsOf(const JobProgress& p, int bar_width, const std::vector<std::string>& names) {
   const double fraction = ShownFraction(p.fraction);
   const int filled = static_cast<int>(std::lround(fraction * bar_width));
   std::string bar =
       bar_width > 0 ? "[" + std::string(filled, '#') + std::string(bar_width - filled, '-') + "] " : std::string();
   char percent[8];
   std::snprintf(percent, sizeof percent, "%3d%%", static_cast<int>(std::lround(fraction * 100)));
-  std::string s = bar + percent + " it " + WithThousands(p.iteration) + " " + Measures(p, names) + " " +
-                  ShownClock(p.elapsed_s).value_or("-");
+  BarParts parts{bar + percent + " it " + WithThousands(p.iteration) + " ", Measures(p, names),
+                 " " + ShownClock(p.elapsed_s).value_or("-")};
   if (const std::string stopping = Stopping(p); !stopping.empty()) {
-    s += " " + stopping;
+    parts.tail += " " + stopping;
   } else if (p.evaluating) {
-    s += " - evaluating on the test set";
+    parts.tail += " - evaluating on the test set";
   } else if (const std::optional<std::string> eta = p.eta_s ? ShownClock(*p.eta_s) : std::nullopt) {
-    s += " ETA " + *eta;
+    parts.tail += " ETA " + *eta;
   }
-  return s;
+  return parts;
+}
+
+// Code points, as FitToColumns counts them.
+int CodePoints(const std::string& text) {
+  return static_cast<int>(std::count_if(text.begin(), text.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
+}  // namespace
+
+std::string FormatProgressBar(const JobProgress& p, int bar_width, const std::vector<std::string>& names) {
+  const BarParts parts = BarPartsOf(p, bar_width, names);
+  return parts.head + parts.measures + parts.tail;
+}
+
+std::string FormatProgressBarWithin(const JobProgress& p, int columns, const std::vector<std::string>& names) {
+  if (columns <= 0) return FormatProgressBar(p, kBarWidth, names);
+  // The bar's width by the terminal's, not by the line's length, which
+  // changes from one redraw to the next: the bar had jumped between widths.
+  const int bar_width = columns >= 120 ? kBarWidth : columns >= 80 ? kNarrowBarWidth : 0;
+  BarParts parts = BarPartsOf(p, bar_width, names);
+  // What is cut is the measures' end, so that the time and what the job is
+  // doing stay: cut at the line's end, they went first, and a job finishing
+  // read as a bar standing still (a new user's trial at 50 columns).
+  const int room = columns - 1 - CodePoints(parts.head) - CodePoints(parts.tail);
+  if (CodePoints(parts.measures) > room) {
+    // A loss cut to "lo~" says nothing: under ten columns, none of them.
+    parts.measures = room >= 10 ? FitToColumns(parts.measures, room - 1) + "~" : std::string();
+    if (parts.measures.empty()) parts.head.pop_back();  // its space, the tail has its own
+  }
+  return FitToColumns(parts.head + parts.measures + parts.tail, columns - 1);
 }
 
 std::string FitToColumns(const std::string& line, int columns) {
@@ -180,15 +220,8 @@ void ProgressDisplay::Show(const JobProgress& p) {
     // \r back to the line's start, \033[K clears what a longer line left
     // behind. Within the terminal's width, a column to spare: a line that
     // wrapped was redrawn from its last row, and each redraw left a row
-    // behind (found in review). The bar narrows, then goes, then the line's
-    // end is cut.
-    const int columns = columns_ ? columns_() : 0;
-    std::string line = FormatProgressBar(p, kBarWidth, names_);
-    for (int bar : {kNarrowBarWidth, 0}) {
-      if (columns <= 0 || static_cast<int>(line.size()) < columns) break;
-      line = FormatProgressBar(p, bar, names_);
-    }
-    out_ << "\r" << FitToColumns(line, columns - 1) << "\033[K" << std::flush;
+    // behind (found in review).
+    out_ << "\r" << FormatProgressBarWithin(p, columns_ ? columns_() : 0, names_) << "\033[K" << std::flush;
     drawn_ = true;
     return;
   }

@@ -20,6 +20,10 @@ namespace edgetrain::cli {
 std::string FormatProgressBar(const JobProgress& p, int bar_width, const std::vector<std::string>& names = {});
 // "it 1,200 (40%) loss 0.412 acc 0.853 (it 1,000) 5,820 samples/s elapsed 00:12 eta 00:18"
 std::string FormatProgressLine(const JobProgress& p, const std::vector<std::string>& names = {});
+// The bar line within `columns` (0 or less: unknown, whole), a column to
+// spare: its bar narrower or none on a narrower terminal, and its measures
+// cut (ending "~") before the time and what the job is doing.
+std::string FormatProgressBarWithin(const JobProgress& p, int columns, const std::vector<std::string>& names = {});
 // `line` cut to its first `columns` code points; whole when `columns` <= 0.
 std::string FitToColumns(const std::string& line, int columns);
 // The columns of the terminal standard error is, or 0 when it is none.

@@ -146,14 +146,15 @@ TEST(ProgressDisplayTest, TerminalRedrawsOneLine) {
 }
 
 // Within the terminal's width, a column spare: a line that wrapped left a
-// row behind at each redraw (found in review). The bar narrows, then goes,
-// then the line's end is cut.
+// row behind at each redraw (found in review). The bar narrows, or goes, by
+// the terminal's width, and the measures are cut before the time and what
+// the job is doing, which a cut at the line's end took first (a new user's trial).
 TEST(ProgressDisplayTest, TerminalKeepsTheLineWithinItsWidth) {
   SimulatedClock clock;
-  auto shown = [&](int columns) {
+  auto shown = [&](int columns, const JobProgress& p = Sample()) {
     std::ostringstream out;
     ProgressDisplay display(out, /*terminal=*/true, clock, std::chrono::seconds(5), {}, [=] { return columns; });
-    display.Show(Sample());
+    display.Show(p);
     std::string s = out.str();
     EXPECT_EQ(s.rfind("\r", 0), 0u);
     EXPECT_EQ(s.substr(s.size() - 3), "\033[K");
@@ -163,7 +164,12 @@ TEST(ProgressDisplayTest, TerminalKeepsTheLineWithinItsWidth) {
   EXPECT_EQ(shown(200), FormatProgressBar(Sample(), 24));
   EXPECT_EQ(shown(80), "[####------]  40% it 1,200 loss 0.412 acc 0.853 5,820 samples/s 00:12 ETA 00:18");
   EXPECT_EQ(shown(70), " 40% it 1,200 loss 0.412 acc 0.853 5,820 samples/s 00:12 ETA 00:18");
-  EXPECT_EQ(shown(40), " 40% it 1,200 loss 0.412 acc 0.853 5,82");
+  EXPECT_EQ(shown(50), " 40% it 1,200 loss 0.412 acc 0.8~ 00:12 ETA 00:18");
+  EXPECT_EQ(shown(40), " 40% it 1,200 00:12 ETA 00:18") << "a loss cut to a word's start is none";
+  JobProgress finishing = Sample();
+  finishing.stop_reason = StopReason::kEpochs;
+  EXPECT_EQ(shown(50, finishing), " 40% it 1,200 00:12 - budget spent: finishing");
+  EXPECT_EQ(shown(60, finishing), " 40% it 1,200 loss 0.412 a~ 00:12 - budget spent: finishing");
   EXPECT_EQ(FitToColumns("r\xc3\xb6" "bot-2 waits", 4), "r\xc3\xb6" "bo") << "code points, not bytes";
 }
 
