@@ -190,6 +190,13 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
     for (size_t i = 0; i < absent.size(); ++i) out << (i ? ", " : " ") << absent[i];
     out << ": the model never learns " << (absent.size() == 1 ? "it" : "them") << "\n";
   }
+  // What the run refuses, said here too: the table showed a worker of 0
+  // samples and the command exited 0 (a new user's trial).
+  if (!folders && job.spec.parallelism.mode != ParallelismMode::kPipeline &&
+      static_cast<int64_t>(labels.size()) < job.spec.parallelism.workers) {
+    out << "warning: the training set holds " << labels.size() << " sample(s), fewer than the job's "
+        << job.spec.parallelism.workers << " workers: edgetrain run refuses a team of more workers than samples\n";
+  }
   if (!unseen.empty()) {
     out << "no worker sees " << (unseen.size() == 1 ? "label" : "labels");
     for (size_t i = 0; i < unseen.size(); ++i) out << (i ? ", " : " ") << unseen[i];

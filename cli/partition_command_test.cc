@@ -184,6 +184,22 @@ TEST_F(PartitionCommandTest, LabelsWithoutSamplesAreSaidApartFromLabelsNoWorkerS
       << text.str();
 }
 
+// A team of more workers than samples, which run refuses, is warned of: the
+// table showed a worker of 0 samples and said nothing (a new user's trial).
+TEST_F(PartitionCommandTest, MoreWorkersThanSamplesAreWarnedOf) {
+  std::ofstream(dir_ / "train.csv") << "0,0.1,0.2,0.3,0.4\n1,0.1,0.2,0.3,0.4\n";
+  const fs::path path = Manifest("two.yaml", "two",
+                                 "  model: {name: mlp}\n  data:\n    format: csv\n    inputShape: [4]\n"
+                                 "    classes: 2\n    train: {path: train.csv}\n    test: {path: train.csv}\n"
+                                 "  parallelism: {workers: 3}\n");
+  std::ostringstream text, err;
+  ASSERT_EQ(PrintPartition(path.string(), false, text, err), 0) << err.str();
+  EXPECT_NE(text.str().find("warning: the training set holds 2 sample(s), fewer than the job's 3 workers: edgetrain "
+                            "run refuses a team of more workers than samples\n"),
+            std::string::npos)
+      << text.str();
+}
+
 // A file of a stream's folder larger than a worker's buffer, which loses rows
 // as it is read, is said as run says it (partition counted it whole, unsaid:
 // a new user's trial).
