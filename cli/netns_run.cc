@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "cli/child_process.h"
@@ -107,7 +108,15 @@ int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostr
   // on the signal within the grace: a shell whose `wait` the signal ended had
   // left its background program running (the test saw one).
   if (signalled) {
-    for (auto& r : ranks) ::kill(-r.pid(), SIGKILL);
+    // Which groups, and how each kill went, said: a test once found a rank's
+    // shell and its `sleep` alive after netns-run ended, its group not killed,
+    // for no reason reading showed.
+    err << "netns-run: interrupted; killed the ranks' process groups:";
+    for (auto& r : ranks) {
+      const int killed_group = ::kill(-r.pid(), SIGKILL);
+      err << " " << r.pid() << (killed_group == 0 ? "" : std::string(" (") + std::strerror(errno) + ")");
+    }
+    err << "\n";
   }
   // The highest status, and every rank that failed by name: a rank's code
   // alone, another's lost, said nothing of which (a user's trial).

@@ -2921,7 +2921,8 @@ TEST_F(ReconcilerTest, AModuleTimedWholeIsInvalidAsAPipelineAndRunsWholeUnderAut
       EXPECT_EQ((*invalid)["message"],
                 "spec.model.torchscript: a pipeline cuts a model between the children of an nn.Sequential, and "
                 "/model/net.pt is a TwoPaths, whose forward may use its children in any order: script an "
-                "nn.Sequential, or train it with parallelism.mode auto (which runs it whole) or dataParallel");
+                "nn.Sequential whose children each take the one before's output and share no weight, or train it "
+                "with parallelism.mode auto (which runs it whole) or dataParallel");
       continue;
     }
     EXPECT_EQ(Reconcile(key).placement, "placed") << Job(name)["status"].dump();
