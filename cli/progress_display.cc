@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <string_view>
 
 #include "core/duration_text.h"
 
@@ -170,8 +172,29 @@ std::string FormatProgressBarWithin(const JobProgress& p, int columns, const std
   // read as a bar standing still (a new user's trial at 50 columns).
   const int room = columns - 1 - CodePoints(parts.head) - CodePoints(parts.tail);
   if (CodePoints(parts.measures) > room) {
-    // A loss cut to "lo~" says nothing: under ten columns, none of them.
-    parts.measures = room >= 10 ? FitToColumns(parts.measures, room - 1) + "~" : std::string();
+    // Between words, so that no figure is cut short ("(it 1,0~" read as
+    // another iteration), and not after a name whose figure it cut off
+    // ("acc~"): a last word of no digit before a figure goes too.
+    const std::string& whole = parts.measures;
+    std::string cut = FitToColumns(whole, room - 1);
+    if (cut.size() < whole.size() && whole[cut.size()] != ' ') {
+      const size_t space = cut.rfind(' ');
+      cut.resize(space == std::string::npos ? 0 : space);
+    }
+    auto has_digit = [](std::string_view word) {
+      return std::any_of(word.begin(), word.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    for (;;) {
+      while (!cut.empty() && cut.back() == ' ') cut.pop_back();
+      const size_t space = cut.rfind(' ');
+      const size_t last_at = space == std::string::npos ? 0 : space + 1;
+      const size_t next_at = whole.find_first_not_of(' ', cut.size());
+      const bool before_a_figure = next_at != std::string::npos &&
+                                   (std::isdigit(static_cast<unsigned char>(whole[next_at])) || whole[next_at] == '(');
+      if (cut.empty() || has_digit(std::string_view(cut).substr(last_at)) || !before_a_figure) break;
+      cut.resize(last_at);
+    }
+    parts.measures = cut.empty() ? std::string() : cut + "~";
     if (parts.measures.empty()) parts.head.pop_back();  // its space, the tail has its own
   }
   return FitToColumns(parts.head + parts.measures + parts.tail, columns - 1);

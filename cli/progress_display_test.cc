@@ -164,12 +164,20 @@ TEST(ProgressDisplayTest, TerminalKeepsTheLineWithinItsWidth) {
   EXPECT_EQ(shown(200), FormatProgressBar(Sample(), 24));
   EXPECT_EQ(shown(80), "[####------]  40% it 1,200 loss 0.412 acc 0.853 5,820 samples/s 00:12 ETA 00:18");
   EXPECT_EQ(shown(70), " 40% it 1,200 loss 0.412 acc 0.853 5,820 samples/s 00:12 ETA 00:18");
-  EXPECT_EQ(shown(50), " 40% it 1,200 loss 0.412 acc 0.8~ 00:12 ETA 00:18");
-  EXPECT_EQ(shown(40), " 40% it 1,200 00:12 ETA 00:18") << "a loss cut to a word's start is none";
+  EXPECT_EQ(shown(50), " 40% it 1,200 loss 0.412~ 00:12 ETA 00:18") << "no name without its figure";
+  EXPECT_EQ(shown(40), " 40% it 1,200 00:12 ETA 00:18") << "no measure fits whole";
+  JobProgress waiting = Sample();
+  WorkerProgress held;
+  held.rank = 1;
+  held.active = true;
+  held.holding_team = true;
+  waiting.workers = {held};
+  EXPECT_EQ(shown(70, waiting), " 40% it 1,200 loss 0.412 acc 0.853 5,820 samples/s~ 00:12 ETA 00:18")
+      << "a unit after its figure stays";
   JobProgress finishing = Sample();
   finishing.stop_reason = StopReason::kEpochs;
   EXPECT_EQ(shown(50, finishing), " 40% it 1,200 00:12 - budget spent: finishing");
-  EXPECT_EQ(shown(60, finishing), " 40% it 1,200 loss 0.412 a~ 00:12 - budget spent: finishing");
+  EXPECT_EQ(shown(60, finishing), " 40% it 1,200 loss 0.412~ 00:12 - budget spent: finishing");
   EXPECT_EQ(FitToColumns("r\xc3\xb6" "bot-2 waits", 4), "r\xc3\xb6" "bo") << "code points, not bytes";
 }
 
