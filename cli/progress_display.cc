@@ -174,7 +174,8 @@ std::string FormatProgressBarWithin(const JobProgress& p, int columns, const std
   if (CodePoints(parts.measures) > room) {
     // Between words, so that no figure is cut short ("(it 1,0~" read as
     // another iteration), and not after a name whose figure it cut off
-    // ("acc~"): a last word of no digit before a figure goes too.
+    // ("acc~"), nor a rate whose unit it cut off ("72,548~"): the last word
+    // goes too, then.
     const std::string& whole = parts.measures;
     std::string cut = FitToColumns(whole, room - 1);
     if (cut.size() < whole.size() && whole[cut.size()] != ' ') {
@@ -191,7 +192,9 @@ std::string FormatProgressBarWithin(const JobProgress& p, int columns, const std
       const size_t next_at = whole.find_first_not_of(' ', cut.size());
       const bool before_a_figure = next_at != std::string::npos &&
                                    (std::isdigit(static_cast<unsigned char>(whole[next_at])) || whole[next_at] == '(');
-      if (cut.empty() || has_digit(std::string_view(cut).substr(last_at)) || !before_a_figure) break;
+      const bool before_its_unit = next_at != std::string::npos && whole.compare(next_at, 9, "samples/s") == 0;
+      const bool figure = has_digit(std::string_view(cut).substr(last_at));
+      if (cut.empty() || (figure && !before_its_unit) || (!figure && !before_a_figure)) break;
       cut.resize(last_at);
     }
     parts.measures = cut.empty() ? std::string() : cut + "~";

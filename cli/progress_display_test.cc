@@ -174,6 +174,7 @@ TEST(ProgressDisplayTest, TerminalKeepsTheLineWithinItsWidth) {
   waiting.workers = {held};
   EXPECT_EQ(shown(70, waiting), " 40% it 1,200 loss 0.412 acc 0.853 5,820 samples/s~ 00:12 ETA 00:18")
       << "a unit after its figure stays";
+  EXPECT_EQ(shown(62), " 40% it 1,200 loss 0.412 acc 0.853~ 00:12 ETA 00:18") << "no rate without its unit";
   JobProgress finishing = Sample();
   finishing.stop_reason = StopReason::kEpochs;
   EXPECT_EQ(shown(50, finishing), " 40% it 1,200 00:12 - budget spent: finishing");
