@@ -165,7 +165,18 @@ Status Informer::Relist() {
   page.label_selector = options_.label_selector;
   std::string version;
   for (;;) {
-    EDGETRAIN_ASSIGN_OR_RETURN(Json list, client_.List(type_, ns_, page));
+    StatusOr<Json> listed = client_.List(type_, ns_, page);
+    // A continue token the server no longer keeps (410: its pages are older
+    // than its compaction) starts the list again whole, in one answer, as
+    // client-go's pager does: paged again, a list slower than the
+    // compaction would expire for ever, each try after a back-off.
+    if (listed.status().code() == StatusCode::kOutOfRange && !page.continue_.empty() && page.limit > 0) {
+      items.clear();
+      page.continue_.clear();
+      page.limit = 0;
+      continue;
+    }
+    EDGETRAIN_ASSIGN_OR_RETURN(Json list, std::move(listed));
     for (Json& item : list["items"]) {
       // A list's items carry no kind; handlers and the store see whole objects.
       item["kind"] = type_.kind;

@@ -34,11 +34,13 @@ class ScriptedClient final : public KubeClient {
   std::deque<StatusOr<Json>> lists;
   std::deque<WatchScript> watches;
   std::vector<TimePoint> listed_at;
+  std::vector<ListOptions> listed;
   std::vector<WatchOptions> watched;
   std::vector<TimePoint> watched_at;
 
-  StatusOr<Json> List(const ResourceType&, const std::string&, const ListOptions&) override {
+  StatusOr<Json> List(const ResourceType&, const std::string&, const ListOptions& options) override {
     listed_at.push_back(clock_.Now());
+    listed.push_back(options);
     if (lists.empty()) return UnavailableError("no more lists scripted");
     auto next = lists.front();
     lists.pop_front();
@@ -127,6 +129,28 @@ TEST(InformerTest, A410RelistsAndTellsWhatChangedMeanwhile) {
             (std::vector<std::string>{"MODIFIED default/a", "ADDED default/d", "DELETED default/b"}));
   EXPECT_EQ(client.watched[1].resource_version, "20");
   EXPECT_EQ(informer.store().List().size(), 3u);
+}
+
+// A page's continue token expired (410) mid-list: the list starts again,
+// whole and at once, rather than paged again after a back-off.
+TEST(InformerTest, AnExpiredContinueTokenListsAgainWholeAtOnce) {
+  DeterministicClock clock;
+  ScriptedClient client(clock);
+  Json first = List({Pod("a", "5")}, "10");
+  first["metadata"]["continue"] = "page-2";
+  client.lists.push_back(first);
+  client.lists.push_back(Status(StatusCode::kOutOfRange, "the provided continue parameter is too old"));
+  client.lists.push_back(List({Pod("a", "5"), Pod("b", "6")}, "12"));
+  Informer informer(client, kPods, "default", clock);
+  RunUntil(clock, informer, [&] { return informer.lists() >= 1 && !client.watched.empty(); });
+  ASSERT_EQ(client.listed.size(), 3u);
+  EXPECT_EQ(client.listed[0].limit, 500);
+  EXPECT_EQ(client.listed[1].continue_, "page-2");
+  EXPECT_EQ(client.listed[2].limit, 0) << "whole";
+  EXPECT_EQ(client.listed[2].continue_, "");
+  EXPECT_EQ(client.listed_at[2], client.listed_at[1]) << "at once, no back-off";
+  EXPECT_EQ(informer.store().List().size(), 2u) << "a's first page not counted twice";
+  EXPECT_EQ(client.watched[0].resource_version, "12");
 }
 
 TEST(InformerTest, FailuresBackOffFromPoint8SecondsDoubling) {
