@@ -116,6 +116,12 @@ class SampleDirectory {
   // ever arrived, the forgotten too.
   const Dataset& held() const { return samples_; }
   int64_t first_held() const { return first_held_; }
+  // Sample `i` (counted as Look's scan.first counts) into `features` and
+  // `label`: one the buffer still holds, not forgotten.
+  void CopySample(int64_t i, float* features, int64_t& label) const {
+    samples_.CopySamples(i - first_held_, 1, features);
+    label = samples_.labels[static_cast<size_t>(i - first_held_)];
+  }
   // Samples before `first` are not asked for again (the stream's buffer has
   // passed them): their memory goes back, in lumps of at least half of what
   // is held, so that each is moved at most about once. A worker on a stream

@@ -73,8 +73,10 @@ TEST_F(SampleDirectoryTest, SamplesTheBufferHasPassedAreForgottenAndIndicesGoOn)
   EXPECT_EQ(source.first_held(), 3);
   EXPECT_EQ(source.held().labels, (std::vector<int64_t>{1}));
   std::vector<float> x(2);
-  source.held().CopySamples(3 - source.first_held(), 1, x.data());
+  int64_t label = -1;
+  source.CopySample(3, x.data(), label);
   EXPECT_EQ(x, (std::vector<float>{7, 8}));
+  EXPECT_EQ(label, 1);
   Put("3.csv", "2,9,10\n");
   const SampleDirectory::Scan scan = source.Look();
   EXPECT_EQ(scan.first, 4);

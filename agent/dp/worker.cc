@@ -476,12 +476,10 @@ class WorkerRun {
   }
 
   void CopySample(int64_t i, int64_t k, int64_t sample) {
-    // A directory's samples are indexed in what was read from it, counted
-    // from the first it ever read.
-    const Dataset& from = directory_ ? directory_->held() : train_;
-    if (directory_) i -= directory_->first_held();
-    from.CopySamples(i, 1, batch_x_.data() + k * sample);
-    batch_y_[k] = from.labels[i];
+    // A directory's samples are indexed in what was read from it.
+    if (directory_) return directory_->CopySample(i, batch_x_.data() + k * sample, batch_y_[k]);
+    train_.CopySamples(i, 1, batch_x_.data() + k * sample);
+    batch_y_[k] = train_.labels[i];
   }
 
   // With mu_ held (by `lock`): the files that appeared in the stream's
