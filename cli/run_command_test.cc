@@ -1290,6 +1290,11 @@ TEST_F(RunCommandTest, InterruptWhileTheLayersAreMeasuredStopsTheMeasuring) {
                       (dir_ / "out").string()});
   ASSERT_TRUE(child.ok());
   ASSERT_TRUE(StderrShows("measuring the model's layers", seconds(60)));
+  // Said as the measuring agent is started: its shell may not have become
+  // the sleep yet (the full suite saw it not there, 22 ms in).
+  for (int tries = 0; tries < 500 && !ProcessRunningWith("sleep 597"); ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   ASSERT_TRUE(ProcessRunningWith("sleep 597"));
   const auto interrupted = std::chrono::steady_clock::now();
   ASSERT_EQ(::kill(-child->pid(), SIGINT), 0);
