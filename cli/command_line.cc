@@ -103,6 +103,14 @@ CLI::Option* AddDuration(CLI::App* command, const std::string& name, Into& into,
       ->option_text("DURATION");
 }
 
+// --link-command-timeout, of the commands that lay out kernel-shaped links:
+// `how_long` begins its description.
+void AddLinkCommandTimeout(CLI::App& command, Duration& into, const std::string& how_long) {
+  AddDuration(&command, "--link-command-timeout", into, std::chrono::milliseconds(1), "10s",
+              how_long + " each `ip` or `tc` that lays out or shapes the links may take before it is killed and the "
+                         "run fails (default " + FormatDuration(kDefaultLinkCommandTimeout) + ")");
+}
+
 // What every option that takes a value is given: not nothing, and not an
 // option of the command, which CLI11 takes as the value of one given none
 // (`--output --json` trained into a folder named "--json" and printed no
@@ -248,6 +256,7 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
                                  "later draw");
   run_command->add_option("--progress-log", run.progress_log, "record every progress snapshot as a JSON line")
       ->option_text("FILE");
+  AddLinkCommandTimeout(*run_command, run.link_command_timeout, "with --links netns, how long");
   AddDuration(run_command, "--progress-every", run.progress_every, std::chrono::milliseconds(1), "10ms",
               "how often the coordinator refreshes /progress (default 100ms); benchmarks that time from it set it "
               "finer");
@@ -350,6 +359,7 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   AddDuration(netns_run, "--stop-grace", netns.stop_grace, Duration::zero(), "15s",
               "how long the ranks have to end once interrupted (SIGTERM) before they are killed, with what they "
               "started (default 15s)");
+  AddLinkCommandTimeout(*netns_run, netns.link_command_timeout, "how long");
   netns_run->add_option("COMMAND", netns.command, "the program and its arguments, after --")->required();
 
   NodeLinksOptions& node_links = line.node_links;
@@ -368,6 +378,7 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
       ->check(WholeNumber(1, 254));
   node_links_command->add_flag("--host-link", node_links.host_link,
                                "link this namespace (the host) to the hub, with a route to every node's pods");
+  AddLinkCommandTimeout(*node_links_command, node_links.link_command_timeout, "how long");
 
   CredentialsOptions& credentials = line.credentials;
   CLI::App* credentials_command = app.add_subcommand(

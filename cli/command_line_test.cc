@@ -44,7 +44,7 @@ TEST(CommandLineTest, ReadsEveryOptionOfRun) {
                     "--threads", "2", "--http-port", "9100", "--keep-logs", "--progress-log", "p.jsonl", "--agent",
                     "/bin/true", "--fresh", "--stages", "even", "--no-curves", "--observe", "--observe-port", "0",
                     "--observe-keep", "90s", "--observe-rules", "alerts.yaml", "--insecure", "--progress-every",
-                    "10ms"});
+                    "10ms", "--link-command-timeout", "3s"});
   ASSERT_EQ(p.exit(), -1) << p.err;
   const RunOptions& run = p.line().run;
   EXPECT_EQ(p.line().command, Command::kRun);
@@ -67,6 +67,8 @@ TEST(CommandLineTest, ReadsEveryOptionOfRun) {
   EXPECT_EQ(run.progress_every, std::optional<Duration>(std::chrono::milliseconds(10)));
   EXPECT_EQ(run.observe_rules, "alerts.yaml");
   EXPECT_TRUE(run.insecure);
+  EXPECT_EQ(run.link_command_timeout, std::chrono::seconds(3));
+  EXPECT_EQ(Parse({"run", "job.yaml"}).line().run.link_command_timeout, kDefaultLinkCommandTimeout);
   EXPECT_TRUE(Parse({"run", "job.yaml"}).line().run.curves) << "curves are drawn unless asked not to";
   EXPECT_FALSE(Parse({"run", "job.yaml"}).line().run.insecure) << "mutual TLS unless asked not to";
 }
@@ -79,12 +81,13 @@ TEST(CommandLineTest, ReadsTheOtherCommands) {
   EXPECT_TRUE(validate.line().defaulted);
 
   // What follows -- is the other program's, --help included.
-  Parsed netns = Parse({"netns-run", "--nodes", "n.yaml", "--workers", "4", "--log-dir", "logs", "--", "python3",
-                        "ddp.py", "--help"});
+  Parsed netns = Parse({"netns-run", "--nodes", "n.yaml", "--workers", "4", "--log-dir", "logs",
+                        "--link-command-timeout", "500ms", "--", "python3", "ddp.py", "--help"});
   ASSERT_EQ(netns.exit(), -1) << netns.err;
   EXPECT_EQ(netns.line().command, Command::kNetnsRun);
   EXPECT_EQ(netns.line().netns.workers, 4);
   EXPECT_EQ(netns.line().netns.log_dir, "logs");
+  EXPECT_EQ(netns.line().netns.link_command_timeout, std::chrono::milliseconds(500));
   EXPECT_EQ(netns.line().netns.command, (std::vector<std::string>{"python3", "ddp.py", "--help"}));
 
   EXPECT_EQ(Parse({"version"}).line().command, Command::kVersion);

@@ -192,12 +192,12 @@ static std::string HowToResume(const RunOptions& options) {
                        : "run the same command again to resume from it (--fresh starts over)";
 }
 
-void RemoveLeftovers(std::ostream& err) {
+void RemoveLeftovers(std::ostream& err, Duration link_command_timeout) {
   std::error_code ec;
   for (const auto& folder : RemoveAbandonedRunFolders(fs::temp_directory_path(ec))) {
     err << "note: removed " << folder.string() << ", left by a runner that was killed\n";
   }
-  if (auto namespaces = NetnsLinks::RemoveStale(); !namespaces.empty()) {
+  if (auto namespaces = NetnsLinks::RemoveStale(link_command_timeout); !namespaces.empty()) {
     std::string names;
     for (const auto& n : namespaces) names += (names.empty() ? "" : ", ") + n;
     err << "note: removed the network namespaces " << names << ", left by a runner that was killed\n";
@@ -1029,7 +1029,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   // agents started before the interrupt was heard, 6.6 s after it (a new
   // user's trial); the measuring agent is now stopped at once.
   if (interrupted.load()) return not_started();
-  RemoveLeftovers(err);
+  RemoveLeftovers(err, options.link_command_timeout);
   // Before the agents, so that a missing prometheus or a port in use fails the
   // run before it trains.
   std::optional<RunObserver> observer;
@@ -1041,7 +1041,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   }
   std::unique_ptr<NetnsLinks> links;
   if (plan.kernel_links) {
-    auto created = NetnsLinks::Create(plan.devices, clock);
+    auto created = NetnsLinks::Create(plan.devices, clock, {.command_timeout = options.link_command_timeout});
     if (!created.ok()) {
       err << "error: " << created.status().message() << "\n";
       return ExitCodeFor(created.status());

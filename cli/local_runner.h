@@ -25,7 +25,7 @@ int RunLocal(const RunOptions& options, std::ostream& out, std::ostream& err, co
 
 // Removes what runners killed without warning (SIGKILL, the OOM killer) left
 // behind, their run folders and network namespaces, and says so on `err`.
-void RemoveLeftovers(std::ostream& err);
+void RemoveLeftovers(std::ostream& err, Duration link_command_timeout);
 
 // Of a job whose stream is a folder: a folder that has nothing for a worker
 // yet is not an error (the source may start after the run), but a wrong path

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "agent/storage/atomic_file.h"
+#include "cli/kernel_command.h"
 
 namespace edgetrain::cli {
 namespace {
@@ -25,70 +26,15 @@ constexpr double kFloorMbps = 0.01;
 constexpr int kMaxWorkers = 250;  // one 10.<subnet>.<rank>.0/24 per worker
 constexpr int kHostLinkOctet = 254;  // 10.<subnet>.254.0/30: the host link
 constexpr std::chrono::milliseconds kStopCheckEvery{50};
-
-// Runs a command to completion; its stderr becomes the error message. The
-// command runs in a process group of its own: a Ctrl-C at the terminal, or a
-// benchmark's SIGINT to the run's group, is the run's to act on, and killed
-// with it a `tc` that was changing a rate made the run end "the links stopped
-// following their traces" (exit 130, a benchmark's run counted as failed),
-// an `ip netns del` on its way out, a namespace left behind.
-Status RunCommand(const std::vector<std::string>& argv) {
-  int err[2];
-  if (::pipe2(err, O_CLOEXEC) != 0) return InternalError("pipe failed");
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    const int fork_errno = errno;
-    ::close(err[0]);
-    ::close(err[1]);
-    return InternalError("could not start `" + argv[0] + "`: " + std::strerror(fork_errno));
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    int devnull = ::open("/dev/null", O_RDWR);
-    ::dup2(devnull, STDIN_FILENO);
-    ::dup2(devnull, STDOUT_FILENO);
-    ::dup2(err[1], STDERR_FILENO);
-    ::close_range(3, ~0U, 0);  // none of the runner's files (cli/child_process.cc)
-    ::execvp(args[0], args.data());
-    ::_exit(127);
-  }
-  ::close(err[1]);
-  std::string message;
-  char buf[512];
-  // A signal's handler may interrupt either wait (one installed without
-  // SA_RESTART): it is waited out, not taken for the command's end.
-  for (;;) {
-    const ssize_t n = ::read(err[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    message.append(buf, static_cast<size_t>(n));
-  }
-  ::close(err[0]);
-  int status = 0;
-  for (;;) {
-    if (::waitpid(pid, &status, 0) == pid) break;
-    // Not taken for the command's end either: a status never filled in
-    // reads as exit 0.
-    if (errno != EINTR) return InternalError("could not wait for `" + argv[0] + "`: " + std::strerror(errno));
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return Status::Ok();
-  std::string command;
-  for (const auto& a : argv) command += (command.empty() ? "" : " ") + a;
-  while (!message.empty() && message.back() == '\n') message.pop_back();
-  if (WIFSIGNALED(status)) {
-    return FailedPreconditionError("`" + command + "` was killed by signal " + std::to_string(WTERMSIG(status)));
-  }
-  return FailedPreconditionError("`" + command + "` failed: " + (message.empty() ? "exit status " + std::to_string(WEXITSTATUS(status)) : message));
-}
+// The option of every command that lays out links which sets how long each
+// `ip` or `tc` may take.
+constexpr char kLimitFlag[] = "--link-command-timeout";
 
 // A namespace made by this run, or an error that says what to do when one of
 // that name is there already: it is not this run's to remove (an earlier
 // version deleted it on its way out: a user's trial).
-Status AddNamespace(const std::string& name) {
-  Status added = RunCommand({"ip", "netns", "add", name});
+Status AddNamespace(const std::string& name, Duration timeout) {
+  Status added = RunKernelCommand({"ip", "netns", "add", name}, timeout, kLimitFlag);
   if (!added.ok() && fs::exists("/var/run/netns/" + name)) {
     return FailedPreconditionError(added.message() + ": a network namespace of that name is there already, not made "
                                    "by this run; remove it (ip netns del " + name + ") if nothing uses it");
@@ -123,7 +69,7 @@ struct NetnsLinks::Link {
   double factor = 1;    // the trace's multiplier (a fault's), guarded by mu
 };
 
-std::vector<std::string> NetnsLinks::RemoveStale() {
+std::vector<std::string> NetnsLinks::RemoveStale(Duration command_timeout) {
   std::vector<std::string> removed;
   if (::geteuid() != 0) return removed;  // only root made any
   std::error_code ec;
@@ -134,36 +80,36 @@ std::vector<std::string> NetnsLinks::RemoveStale() {
     const std::string pid = name.substr(2, name.find('-') - 2);
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
     if (fs::exists("/proc/" + pid)) continue;
-    if (RunCommand({"ip", "netns", "del", name}).ok()) removed.push_back(name);
+    if (RunKernelCommand({"ip", "netns", "del", name}, command_timeout, kLimitFlag).ok()) removed.push_back(name);
   }
   std::sort(removed.begin(), removed.end());
   return removed;
 }
 
 StatusOr<std::unique_ptr<NetnsLinks>> NetnsLinks::Create(const std::vector<WorkerSlot>& slots, Clock& clock,
-                                                          NetnsLayout layout) {
+                                                          NetnsOptions options) {
   if (::geteuid() != 0) return FailedPreconditionError("--links netns needs root (network namespaces and tc)");
   if (slots.size() > static_cast<size_t>(kMaxWorkers)) {
     return InvalidArgumentError("--links netns emulates at most " + std::to_string(kMaxWorkers) + " workers");
   }
-  if (layout.subnet < 1 || layout.subnet > 254) return InvalidArgumentError("the links' subnet is 10.1-254.0.0/16");
-  std::unique_ptr<NetnsLinks> links(new NetnsLinks(clock));
-  if (Status built = links->Build(slots, layout); !built.ok()) return built;  // the destructor removes what was made
+  if (options.subnet < 1 || options.subnet > 254) return InvalidArgumentError("the links' subnet is 10.1-254.0.0/16");
+  std::unique_ptr<NetnsLinks> links(new NetnsLinks(clock, options.command_timeout));
+  if (Status built = links->Build(slots, options); !built.ok()) return built;  // the destructor removes what was made
   return links;
 }
 
-Status NetnsLinks::Build(const std::vector<WorkerSlot>& slots, const NetnsLayout& layout) {
+Status NetnsLinks::Build(const std::vector<WorkerSlot>& slots, const NetnsOptions& options) {
   prefix_ = "et" + std::to_string(::getpid());
   // Named only once made: what is named is what the destructor removes.
   const std::string hub = prefix_ + "-hub";
-  EDGETRAIN_RETURN_IF_ERROR(AddNamespace(hub));
+  EDGETRAIN_RETURN_IF_ERROR(AddNamespace(hub, command_timeout_));
   hub_ = hub;
-  EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", hub_, "link", "set", "lo", "up"}));
+  EDGETRAIN_RETURN_IF_ERROR(Run({"ip", "-n", hub_, "link", "set", "lo", "up"}));
   // The hub forwards between workers, as an access point does.
-  EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "netns", "exec", hub_, "sysctl", "-qw", "net.ipv4.ip_forward=1"}));
+  EDGETRAIN_RETURN_IF_ERROR(Run({"ip", "netns", "exec", hub_, "sysctl", "-qw", "net.ipv4.ip_forward=1"}));
   // First, so that an emulator whose subnet the host already routes fails at once.
-  if (layout.host_link) EDGETRAIN_RETURN_IF_ERROR(BuildHostLink(layout));
-  const std::string net = "10." + std::to_string(layout.subnet) + ".";
+  if (options.host_link) EDGETRAIN_RETURN_IF_ERROR(BuildHostLink(options));
+  const std::string net = "10." + std::to_string(options.subnet) + ".";
   for (size_t rank = 0; rank < slots.size(); ++rank) {
     auto link = std::make_unique<Link>();
     const std::string r = std::to_string(rank);
@@ -178,20 +124,20 @@ Status NetnsLinks::Build(const std::vector<WorkerSlot>& slots, const NetnsLayout
       EDGETRAIN_ASSIGN_OR_RETURN(BandwidthTrace trace, BandwidthTrace::Parse(text, spec.trace_path));
       link->trace = trace.Shifted(spec.offset_s).Scaled(spec.scale);
     }
-    EDGETRAIN_RETURN_IF_ERROR(AddNamespace(link->ns));
+    EDGETRAIN_RETURN_IF_ERROR(AddNamespace(link->ns, command_timeout_));
     links_.push_back(std::move(link));
     const Link& l = *links_.back();
-    EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", l.ns, "link", "set", "lo", "up"}));
-    EDGETRAIN_RETURN_IF_ERROR(RunCommand(
+    EDGETRAIN_RETURN_IF_ERROR(Run({"ip", "-n", l.ns, "link", "set", "lo", "up"}));
+    EDGETRAIN_RETURN_IF_ERROR(Run(
         {"ip", "link", "add", l.hub_if, "netns", hub_, "type", "veth", "peer", "name", l.dev_if, "netns", l.ns}));
-    EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", hub_, "addr", "add", l.hub_addr + "/30", "dev", l.hub_if}));
-    EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", hub_, "link", "set", l.hub_if, "up"}));
-    EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", l.ns, "addr", "add", l.dev_addr + "/30", "dev", l.dev_if}));
-    EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", l.ns, "link", "set", l.dev_if, "up"}));
-    EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", l.ns, "route", "add", "default", "via", l.hub_addr}));
+    EDGETRAIN_RETURN_IF_ERROR(Run({"ip", "-n", hub_, "addr", "add", l.hub_addr + "/30", "dev", l.hub_if}));
+    EDGETRAIN_RETURN_IF_ERROR(Run({"ip", "-n", hub_, "link", "set", l.hub_if, "up"}));
+    EDGETRAIN_RETURN_IF_ERROR(Run({"ip", "-n", l.ns, "addr", "add", l.dev_addr + "/30", "dev", l.dev_if}));
+    EDGETRAIN_RETURN_IF_ERROR(Run({"ip", "-n", l.ns, "link", "set", l.dev_if, "up"}));
+    EDGETRAIN_RETURN_IF_ERROR(Run({"ip", "-n", l.ns, "route", "add", "default", "via", l.hub_addr}));
     // Addresses added in the worker's namespace (the node emulator's pods) are
     // reached through its link, as a node's pod range is.
-    EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", hub_, "route", "add", net + r + ".0/24", "via", l.dev_addr}));
+    EDGETRAIN_RETURN_IF_ERROR(Run({"ip", "-n", hub_, "route", "add", net + r + ".0/24", "via", l.dev_addr}));
     if (l.trace) {
       std::lock_guard lock(links_.back()->mu);
       EDGETRAIN_RETURN_IF_ERROR(SetRate(*links_.back(), l.trace->MbpsAt(0)));
@@ -200,20 +146,21 @@ Status NetnsLinks::Build(const std::vector<WorkerSlot>& slots, const NetnsLayout
   return Status::Ok();
 }
 
-Status NetnsLinks::BuildHostLink(const NetnsLayout& layout) {
-  const std::string net = "10." + std::to_string(layout.subnet) + ".";
+Status NetnsLinks::BuildHostLink(const NetnsOptions& options) {
+  const std::string net = "10." + std::to_string(options.subnet) + ".";
   const std::string hub_end = prefix_ + "hu";
   const std::string hub_addr = net + std::to_string(kHostLinkOctet) + ".2";
+  const std::string host_addr = net + std::to_string(kHostLinkOctet) + ".1";
   host_if_ = prefix_ + "u";
-  EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "link", "add", host_if_, "type", "veth", "peer", "name", hub_end, "netns", hub_}));
-  EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "addr", "add", net + std::to_string(kHostLinkOctet) + ".1/30", "dev", host_if_}));
-  EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "link", "set", host_if_, "up"}));
-  EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", hub_, "addr", "add", hub_addr + "/30", "dev", hub_end}));
-  EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", hub_, "link", "set", hub_end, "up"}));
-  EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "-n", hub_, "route", "add", "default", "via", net + std::to_string(kHostLinkOctet) + ".1"}));
+  EDGETRAIN_RETURN_IF_ERROR(Run({"ip", "link", "add", host_if_, "type", "veth", "peer", "name", hub_end, "netns", hub_}));
+  EDGETRAIN_RETURN_IF_ERROR(Run({"ip", "addr", "add", host_addr + "/30", "dev", host_if_}));
+  EDGETRAIN_RETURN_IF_ERROR(Run({"ip", "link", "set", host_if_, "up"}));
+  EDGETRAIN_RETURN_IF_ERROR(Run({"ip", "-n", hub_, "addr", "add", hub_addr + "/30", "dev", hub_end}));
+  EDGETRAIN_RETURN_IF_ERROR(Run({"ip", "-n", hub_, "link", "set", hub_end, "up"}));
+  EDGETRAIN_RETURN_IF_ERROR(Run({"ip", "-n", hub_, "route", "add", "default", "via", host_addr}));
   // Fails with "File exists" when another emulator holds the subnet.
-  EDGETRAIN_RETURN_IF_ERROR(RunCommand({"ip", "route", "add", net + "0.0/16", "via", hub_addr}));
-  host_addr_ = net + std::to_string(kHostLinkOctet) + ".1";
+  EDGETRAIN_RETURN_IF_ERROR(Run({"ip", "route", "add", net + "0.0/16", "via", hub_addr}));
+  host_addr_ = host_addr;
   return Status::Ok();
 }
 
@@ -227,20 +174,24 @@ Status NetnsLinks::SetRate(Link& l, std::optional<double> mbps) {
       tc.insert(tc.end(), {l.mbps < 0 ? "add" : "change", "dev", dev, "root", "tbf", "rate", Rate(*mbps), "burst",
                            Burst(*mbps), "latency", "50ms"});
     }
-    EDGETRAIN_RETURN_IF_ERROR(RunCommand(tc));
+    EDGETRAIN_RETURN_IF_ERROR(Run(tc));
   }
   l.mbps = mbps.value_or(-1);
   return Status::Ok();
 }
 
-NetnsLinks::NetnsLinks(Clock& clock) : clock_(clock) {}
+NetnsLinks::NetnsLinks(Clock& clock, Duration command_timeout) : clock_(clock), command_timeout_(command_timeout) {}
+
+Status NetnsLinks::Run(const std::vector<std::string>& argv) const {
+  return RunKernelCommand(argv, command_timeout_, kLimitFlag);
+}
 
 NetnsLinks::~NetnsLinks() {
   stop_ = true;
   if (shaper_.joinable()) shaper_.join();
   // Deleting a namespace removes its veth end (and so the pair) and its qdiscs.
-  for (const auto& l : links_) (void)RunCommand({"ip", "netns", "del", l->ns});
-  if (!hub_.empty()) (void)RunCommand({"ip", "netns", "del", hub_});
+  for (const auto& l : links_) (void)Run({"ip", "netns", "del", l->ns});
+  if (!hub_.empty()) (void)Run({"ip", "netns", "del", hub_});
 }
 
 void NetnsLinks::StartShaping() {

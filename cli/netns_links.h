@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/kernel_command.h"
 #include "core/bandwidth_trace.h"
 #include "core/clock.h"
 #include "core/job_plan.h"
@@ -32,16 +33,19 @@
 
 namespace edgetrain::cli {
 
-// Where the links' addresses come from. Worker r's link is 10.<subnet>.r.0/30
-// (the hub .1, the worker .2) and the hub routes all of 10.<subnet>.r.0/24 to
-// the worker. Namespaces are private, so runners may share a subnet; a host
+// Where the links' addresses come from, and how long their commands may take.
+// Worker r's link is 10.<subnet>.r.0/30 (the hub .1, the worker .2) and the
+// hub routes all of 10.<subnet>.r.0/24 to the worker. Namespaces are private, so runners may share a subnet; a host
 // link is not, so emulators that run at once need subnets of their own.
-struct NetnsLayout {
+struct NetnsOptions {
   int subnet = 77;
   // A veth from the calling namespace (the host) to the hub, 10.<subnet>.254.1
   // on the host's end, with a route to 10.<subnet>.0.0/16 through it; the hub's
   // default route points back.
   bool host_link = false;
+  // How long each `ip` or `tc` that lays out or shapes the links may take
+  // (cli/kernel_command.h).
+  Duration command_timeout = kDefaultLinkCommandTimeout;
 };
 
 class NetnsLinks {
@@ -49,7 +53,7 @@ class NetnsLinks {
   // One namespace per slot; a slot without a link gets an unshaped one. The
   // rates follow the traces on `clock`.
   static StatusOr<std::unique_ptr<NetnsLinks>> Create(const std::vector<WorkerSlot>& slots, Clock& clock,
-                                                      NetnsLayout layout = {});
+                                                      NetnsOptions options = {});
   ~NetnsLinks();
   NetnsLinks(const NetnsLinks&) = delete;
   NetnsLinks& operator=(const NetnsLinks&) = delete;
@@ -93,13 +97,15 @@ class NetnsLinks {
   std::vector<std::string> Namespaces() const;
 
   // Removes namespaces left by runners that no longer exist; returns their names.
-  static std::vector<std::string> RemoveStale();
+  static std::vector<std::string> RemoveStale(Duration command_timeout = kDefaultLinkCommandTimeout);
 
  private:
   struct Link;
-  explicit NetnsLinks(Clock& clock);
-  Status Build(const std::vector<WorkerSlot>& slots, const NetnsLayout& layout);
-  Status BuildHostLink(const NetnsLayout& layout);
+  NetnsLinks(Clock& clock, Duration command_timeout);
+  Status Build(const std::vector<WorkerSlot>& slots, const NetnsOptions& options);
+  Status BuildHostLink(const NetnsOptions& options);
+  // `argv` (an `ip` or `tc`) run to completion within command_timeout_.
+  Status Run(const std::vector<std::string>& argv) const;
   void Shape();
   // Puts link `l`'s qdiscs at `mbps` (nullopt: none, unshaped).
   Status SetRate(Link& l, std::optional<double> mbps);
@@ -108,6 +114,7 @@ class NetnsLinks {
   bool EnterHub() const;
 
   Clock& clock_;
+  const Duration command_timeout_;
   std::string prefix_;  // "et<pid>"
   std::string hub_;
   std::vector<std::unique_ptr<Link>> links_;

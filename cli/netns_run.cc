@@ -40,9 +40,9 @@ int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostr
     err << "error: --log-dir " << options.log_dir << ": " << ec.message() << "\n";
     return kExitFailed;
   }
-  RemoveLeftovers(err);
+  RemoveLeftovers(err, options.link_command_timeout);
   RealClock clock;
-  auto links = NetnsLinks::Create(*slots, clock);
+  auto links = NetnsLinks::Create(*slots, clock, {.command_timeout = options.link_command_timeout});
   if (!links.ok()) {
     err << "error: " << links.status().message() << "\n";
     return ExitCodeFor(links.status());

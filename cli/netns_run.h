@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/kernel_command.h"
 #include "core/clock.h"
 
 namespace edgetrain::cli {
@@ -24,6 +25,8 @@ struct NetnsRunOptions {
   // How long the ranks have once told to stop (SIGTERM), before they and what
   // they started are killed.
   Duration stop_grace = std::chrono::seconds(15);
+  // How long each `ip` or `tc` that lays out or shapes the links may take.
+  Duration link_command_timeout = kDefaultLinkCommandTimeout;
 };
 int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostream& err,
                     const std::atomic<bool>& interrupted);

@@ -86,9 +86,9 @@ int ServeNodeLinks(const NodeLinksOptions& options, int input, std::ostream& out
     }
     slots.push_back({static_cast<int>(slots.size()), node->name, node->slowdown, node->link, node->power});
   }
-  RemoveLeftovers(err);
+  RemoveLeftovers(err, options.link_command_timeout);
   RealClock clock;
-  auto links = NetnsLinks::Create(slots, clock, {options.subnet, options.host_link});
+  auto links = NetnsLinks::Create(slots, clock, {options.subnet, options.host_link, options.link_command_timeout});
   if (!links.ok()) {
     err << "error: " << links.status().message() << "\n";
     return ExitCodeFor(links.status());

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "cli/kernel_command.h"
+
 namespace edgetrain::cli {
 
 // `edgetrain node-links`, a private command of the node emulator
@@ -25,6 +27,8 @@ struct NodeLinksOptions {
   std::vector<std::string> nodes;
   int subnet = 77;
   bool host_link = false;
+  // How long each `ip` or `tc` that lays out or shapes the links may take.
+  Duration link_command_timeout = kDefaultLinkCommandTimeout;
 };
 // `input` is the file descriptor commands are read from.
 int ServeNodeLinks(const NodeLinksOptions& options, int input, std::ostream& out, std::ostream& err,

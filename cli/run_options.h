@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/kernel_command.h"
 #include "core/clock.h"
 
 namespace edgetrain::cli {
@@ -53,6 +54,8 @@ struct RunOptions {
   int observe_port = 9090;
   std::optional<Duration> observe_keep;  // unset: until interrupted
   std::string observe_rules;  // a Prometheus rules file it evaluates (dashboards/alerts.yaml); empty: none
+  // How long each `ip` or `tc` of kernel-shaped links may take (--links netns).
+  Duration link_command_timeout = kDefaultLinkCommandTimeout;
 };
 
 }  // namespace edgetrain::cli
