@@ -101,6 +101,18 @@ StatusOr<KubeConfig> ParseKubeConfig(std::string_view yaml, const std::string& s
       return InvalidArgumentError(source + ": user \"" + user_name + "\" has a client certificate without its key, "
                                   "or a key without its certificate");
     }
+    // A user that signs in only by a way this operator does not take would
+    // have had every request refused, 401 after 401, with nothing said of why
+    // (a cloud's kubeconfig runs a credential plugin).
+    if (kc.token.empty() && kc.client_cert_pem.empty()) {
+      for (const char* way : {"exec", "auth-provider", "username"}) {
+        if (!u.contains(way)) continue;
+        return InvalidArgumentError(source + ": user \"" + user_name + "\" signs in by `" + way +
+                                    "`, which this operator does not do; give it a token, a tokenFile or a client "
+                                    "certificate and key (a ServiceAccount's token, say), or run the operator in the "
+                                    "cluster under its own ServiceAccount");
+      }
+    }
   }
   while (!kc.token.empty() && (kc.token.back() == '\n' || kc.token.back() == ' ')) kc.token.pop_back();
   return kc;

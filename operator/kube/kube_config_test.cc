@@ -84,12 +84,30 @@ TEST(KubeConfigTest, RefusesWhatItCannotUseWithTheReason) {
       {"current-context: c\ncontexts: [{name: c, context: {cluster: x}}]\n"
        "clusters: [{name: x, cluster: {server: https://h, insecure-skip-tls-verify: true}}]\n",
        "asks to skip TLS verification"},
+      {"current-context: c\ncontexts: [{name: c, context: {cluster: x, user: u}}]\n"
+       "clusters: [{name: x, cluster: {server: https://h}}]\n"
+       "users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: aws}}}]\n",
+       "user \"u\" signs in by `exec`, which this operator does not do"},
+      {"current-context: c\ncontexts: [{name: c, context: {cluster: x, user: u}}]\n"
+       "clusters: [{name: x, cluster: {server: https://h}}]\n"
+       "users: [{name: u, user: {auth-provider: {name: oidc}}}]\n",
+       "user \"u\" signs in by `auth-provider`"},
   };
   for (const auto& c : cases) {
     auto kc = ParseKubeConfig(c.text, "kc", "/");
     ASSERT_FALSE(kc.ok()) << c.error;
     EXPECT_NE(kc.status().message().find(c.error), std::string::npos) << kc.status().message();
   }
+}
+
+// A way of signing in it does not take is no matter beside one it does: the
+// token is used.
+TEST(KubeConfigTest, AUserWithATokenBesideACredentialPluginUsesTheToken) {
+  std::string text = WithCa("");
+  text.replace(text.find("{token: abc.def}"), 16, "{token: abc.def, exec: {command: aws}}");
+  auto kc = ParseKubeConfig(text, "kc", "/");
+  ASSERT_TRUE(kc.ok()) << kc.status().ToString();
+  EXPECT_EQ(kc->token, "abc.def");
 }
 
 TEST(KubeConfigTest, FindsItsConfigurationInClientGosOrder) {
