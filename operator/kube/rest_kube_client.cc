@@ -7,6 +7,7 @@
 #include <cpprest/uri_builder.h>
 
 #include <boost/asio/ssl.hpp>
+#include <openssl/ssl.h>
 
 #include <algorithm>
 #include <mutex>
@@ -54,7 +55,14 @@ http_client_config ClientConfig(const KubeConfig& kc, Duration timeout) {
   config.set_timeout(std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
   const std::string ca = kc.ca_pem, cert = kc.client_cert_pem, key = kc.client_key_pem;
   config.set_ssl_context_callback([ca, cert, key](boost::asio::ssl::context& ctx) {
-    if (!ca.empty()) ctx.add_certificate_authority(boost::asio::buffer(ca.data(), ca.size()));
+    if (!ca.empty()) {
+      // The cluster's authority alone, as client-go trusts a kubeconfig's:
+      // cpprestsdk has loaded the system's roots into the context already, and
+      // beside them any server a public authority vouched for under the API
+      // server's name was taken for it.
+      ::SSL_CTX_set_cert_store(ctx.native_handle(), ::X509_STORE_new());
+      ctx.add_certificate_authority(boost::asio::buffer(ca.data(), ca.size()));
+    }
     if (!cert.empty()) {
       ctx.use_certificate_chain(boost::asio::buffer(cert.data(), cert.size()));
       ctx.use_private_key(boost::asio::buffer(key.data(), key.size()), boost::asio::ssl::context::pem);

@@ -11,6 +11,7 @@
 #include "core/deterministic_clock.h"
 #include "operator/kube/informer.h"
 #include "operator/kube/testing/standin.h"
+#include "pki/job_identity.h"
 
 namespace edgetrain::kube {
 namespace {
@@ -310,6 +311,35 @@ TEST(RestKubeClientTlsTest, VerifiesTheServerAndProvesWhoItIs) {
   wrong_ca.ca_pem.clear();  // the system's roots do not know the stand-in's CA
   auto refused = (*MakeRestKubeClient(wrong_ca, {}, clock))->Get(kConfigMaps, "default", "x");
   EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable);
+}
+
+// The kubeconfig's authority alone is trusted where it names one, as
+// client-go trusts it: a server a system root vouches for is not the
+// cluster's API server for that.
+TEST(RestKubeClientTlsTest, TrustsTheKubeconfigsAuthorityAloneNotTheSystemsRootsBesideIt) {
+  auto standin = testing::Standin::Start({"--tls"});
+  ASSERT_TRUE(standin.ok()) << standin.status().ToString();
+  RealClock clock;
+  const KubeConfig config = (*standin)->config();
+  // The stand-in's authority made the system's one root (OpenSSL reads
+  // SSL_CERT_FILE each time a context loads the system's roots).
+  const std::string roots = ::testing::TempDir() + "/rest-kube-client-system-roots.pem";
+  std::ofstream(roots) << config.ca_pem;
+  ASSERT_EQ(::setenv("SSL_CERT_FILE", roots.c_str(), 1), 0);
+  KubeConfig no_ca = config;
+  no_ca.ca_pem.clear();
+  EXPECT_EQ((*MakeRestKubeClient(no_ca, {}, clock))->Get(kConfigMaps, "default", "x").status().code(),
+            StatusCode::kNotFound)
+      << "with no authority named, the system's roots are trusted, and the stand-in's is one";
+  const auto now = std::chrono::system_clock::now();
+  auto elsewhere = pki::MakeJobAuthority("elsewhere", now - std::chrono::hours(1), now + std::chrono::hours(1));
+  ASSERT_TRUE(elsewhere.ok());
+  KubeConfig other_ca = config;
+  other_ca.ca_pem = elsewhere->ca.cert_pem;
+  const auto refused = (*MakeRestKubeClient(other_ca, {}, clock))->Get(kConfigMaps, "default", "x");
+  ::unsetenv("SSL_CERT_FILE");
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnavailable)
+      << "another authority named, the system's roots are not trusted beside it: " << refused.status().ToString();
 }
 
 }  // namespace
