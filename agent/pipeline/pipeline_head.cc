@@ -133,6 +133,7 @@ Status PipelineHead::Restore(const JobCheckpoint& c) {
     link.bytes_down += t.bytes_received;
     link.energy_j += t.energy_j;
     link.samples += t.samples;
+    if (metrics_) metrics_->CountOnFrom(static_cast<int>(r), link.compute_s, link.idle_s);
   }
   return Status::Ok();
 }

@@ -517,6 +517,13 @@ void PipelineMetrics::SeriesAt(int rank, int stage, double compute_s, double bub
 
 PipelineMetrics::~PipelineMetrics() = default;
 
+void PipelineMetrics::CountOnFrom(int rank, double compute_s, double bubble_s) {
+  if (rank < 0 || static_cast<size_t>(rank) >= h_->compute.size()) return;
+  std::lock_guard lock(h_->mu);
+  const int stage = h_->stage_of[static_cast<size_t>(rank)];
+  if (stage >= 0) SeriesAt(rank, stage, compute_s, bubble_s);
+}
+
 void PipelineMetrics::SetStageSeconds(int rank, int stage, double compute_s, double bubble_s) {
   if (rank < 0 || static_cast<size_t>(rank) >= h_->compute.size() || stage < 0) return;
   std::lock_guard lock(h_->mu);

@@ -159,6 +159,10 @@ class PipelineMetrics {
   // A device's totals so far, at the stage it is now at; the counters grow
   // by what was added since, in series of that stage.
   void SetStageSeconds(int rank, int stage, double compute_s, double bubble_s);
+  // Rank `rank`'s totals as a resumed job's checkpoint holds them: its series
+  // count on from them, where the first step's totals had raised them, begun
+  // at 0, by every earlier run's seconds in one scrape (found in review).
+  void CountOnFrom(int rank, double compute_s, double bubble_s);
   void AddRelayedBytes(int64_t bytes);
   void SetInFlight(int micro_batches);
   // A step replayed without a lost device, and the micro-batches it ran again.

@@ -76,6 +76,24 @@ TEST(MetricsTest, AStageDevicesEnergyIsAWorkersSeriesThatGrowsByWhatEachStepAdde
   EXPECT_TRUE(Has(text, "edgetrain_energy_joules_total{state=\"idle\",trainingjob=\"j\",worker=\"3\"} 0")) << text;
 }
 
+// A resumed pipeline's series count on from the checkpoint's totals: begun at
+// 0 in the new process, they rose by every earlier run's seconds at its
+// first step, which rate() took for this run's.
+TEST(MetricsTest, AResumedStageDevicesSecondsCountOnFromItsCheckpoint) {
+  MetricsRegistry registry;
+  PipelineMetrics p(registry, "j", {0, 1});
+  p.CountOnFrom(1, 100, 40);
+  p.SetStageSeconds(1, 1, 101.5, 40.25);
+  p.SetStageSeconds(0, 0, 2, 1);
+  const std::string text = registry.Render();
+  EXPECT_TRUE(Has(text, "edgetrain_stage_compute_seconds_total{stage=\"1\",trainingjob=\"j\",worker=\"1\"} 1.5"))
+      << text;
+  EXPECT_TRUE(Has(text, "edgetrain_stage_bubble_seconds_total{stage=\"1\",trainingjob=\"j\",worker=\"1\"} 0.25"))
+      << text;
+  EXPECT_TRUE(Has(text, "edgetrain_stage_compute_seconds_total{stage=\"0\",trainingjob=\"j\",worker=\"0\"} 2"))
+      << text;
+}
+
 TEST(MetricsTest, BandwidthIsInBytesPerSecond) {
   MetricsRegistry registry;
   WorkerMetrics w(registry, "j", 1);

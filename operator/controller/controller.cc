@@ -211,6 +211,7 @@ void Controller::Run(const std::atomic<bool>& stop) {
       // Why it waits, each time that changes: an operator started before its
       // CRD was applied waited in silence, /readyz saying "caches are being
       // filled" for ever (a new user's trial).
+      metrics_.SetQueueDepth(queue_.Length());  // what waits for the caches (below)
       const Status failed = informer->LastListError();
       if (failed.ok()) SetWaiting("");  // listed: the next one's words, if any
       if (failed.ok() || failed.message() == said) continue;
@@ -235,6 +236,11 @@ void Controller::Run(const std::atomic<bool>& stop) {
   }
   while (!stop.load()) {
     clock_.SleepFor(std::chrono::milliseconds(100));
+    // Here too, not only as a reconcile ends: with every worker stuck in one,
+    // the gauge kept what it read when the last ended (0, on a quiet
+    // operator), and EdgetrainOperatorStuck, which asks for work waiting,
+    // could not fire for what it was written for (found in review).
+    metrics_.SetQueueDepth(queue_.Length());
     // A list that fails once the caches are filled (the CRD deleted, the
     // operator's rights taken away) leaves them as they were: said, as it
     // was before they filled, and again once it lists (it went unsaid in the
