@@ -231,9 +231,16 @@ std::optional<std::vector<std::pair<int, v1::CoordinatorMessage>>> PipelineHead:
     // which in the last stage carries its shares' loss.
     const size_t member = std::find(group.begin(), group.end(), r) - group.begin();
     const auto parts = gradients_.find({static_cast<int>(s), step});
-    const bool sent_all = covers_.WasSummed(static_cast<int>(s)) ||
-                          (parts != gradients_.end() && member < parts->second.gradients.size() &&
-                           parts->second.gradients[member].has_value());
+    const auto in = [&](size_t m) {
+      return parts != gradients_.end() && m < parts->second.gradients.size() && parts->second.gradients[m].has_value();
+    };
+    // Its own gradient, and that of each device it covers: one that had sent
+    // its own and was lost covering another had been taken for one with all
+    // it owed in, the other's shares lost with it unsaid, and the step waited
+    // for them for ever (found in review).
+    bool owes_a_cover = false;
+    for (size_t m = 0; m < group.size(); ++m) owes_a_cover |= covers_.CoverOf(group[m]) == r && !in(m);
+    const bool sent_all = covers_.WasSummed(static_cast<int>(s)) || (in(member) && !owes_a_cover);
     if (group.size() > 1 && (answered || (sent_all && s + 1 < groups_.size()))) {
       covering.push_back({&link, member, std::nullopt, {}});
       continue;

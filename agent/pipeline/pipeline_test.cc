@@ -20,6 +20,7 @@
 #include "agent/testing/digits.h"
 #include "agent/pipeline/pipeline_head.h"
 #include "agent/refusal_report.h"
+#include "agent/pipeline/stage_inbox.h"
 #include "agent/pipeline/stage_runner.h"
 #include "agent/telemetry/metrics.h"
 #include "agent/testing/fake_stage_trainer.h"
@@ -411,6 +412,45 @@ SimulatedRun RunThreeSteps(const JobPlan& plan, std::vector<std::unique_ptr<test
 // count divides the batch) each step takes exactly what the schedule run out
 // to its dependencies takes (core/pipeline_schedule.h): the runtime is that
 // schedule.
+v1::CoordinatorMessage Replay(int64_t step, int attempt) {
+  v1::CoordinatorMessage m;
+  m.mutable_command()->mutable_replay()->set_step(step);
+  m.mutable_command()->mutable_replay()->set_attempt(attempt);
+  return m;
+}
+
+v1::CoordinatorMessage Cover(int64_t step, int attempt, int rank) {
+  v1::CoordinatorMessage m;
+  v1::StageCover& c = *m.mutable_command()->mutable_cover();
+  c.set_step(step);
+  c.set_attempt(attempt);
+  c.set_rank(rank);
+  return m;
+}
+
+// A second device lost moments after the first: the cover of the attempt
+// the first one's replay began comes while the stage still runs a pass of
+// the attempt that replay ended. That attempt's last look for covers left
+// it for the attempt it is of, where it had dropped it, the lost device's
+// shares never computed and its group waiting for their gradient for ever.
+TEST(StageInboxTest, ALaterAttemptsCoverIsKeptForItThroughAnEndedAttemptsLastLook) {
+  DeterministicClock clock;
+  std::atomic<bool> cancel{false};
+  StageInbox inbox(clock, cancel, milliseconds(50));
+  inbox.File(Cover(7, 0, 3));  // of the attempt given up
+  inbox.File(Replay(7, 1));
+  inbox.File(Cover(7, 1, 2));
+  EXPECT_TRUE(inbox.TakeCovers(7, 0).empty()) << "the ended attempt's look takes none of the next one's";
+  EXPECT_EQ(inbox.AwaitAny({}, 7, 0, false).code(), StatusCode::kAborted) << "and its wait ends, replayed";
+  const std::vector<v1::StageCover> taken = inbox.TakeCovers(7, 1);
+  ASSERT_EQ(taken.size(), 1u);
+  EXPECT_EQ(taken[0].rank(), 2);
+  EXPECT_TRUE(inbox.TakeCovers(7, 1).empty()) << "each taken once";
+  inbox.File(Cover(8, 0, 2));
+  EXPECT_TRUE(inbox.TakeCovers(7, 1).empty());
+  EXPECT_EQ(inbox.TakeCovers(8, 0).size(), 1u) << "a later step's is kept for it too";
+}
+
 TEST(SimulatedPipelineTest, EveryShapeRunsTheScheduleWithoutDeadlock) {
   const int batch = 24;
   const TrainTestSplit data = testing::FakeData(240, 8, 10);
@@ -1651,6 +1691,23 @@ TEST(SimulatedPipelineTest, ADeviceLostWhileCoveringAnotherHasTheWholeStepRunAga
   EXPECT_EQ(run.progress.replays->covered, 1);
   EXPECT_EQ(run.progress.replays->count, 2);
   EXPECT_EQ(run.progress.replays->micro_batches, 3) << "the whole step, once";
+}
+
+// A device that had sent its own gradient of the step, told then to cover
+// another (hung at its last pass, and found so once its deadline passed),
+// and hung itself at its first pass of the cover: the other's shares went
+// with it. It had been taken for one with all it owed in (its own gradient),
+// the other's never came, and the step waited for them for ever (found in
+// review).
+TEST(SimulatedPipelineTest, ADeviceLostCoveringAnotherAfterSendingItsOwnGradientHasTheWholeStepRunAgain) {
+  const JobPlan plan = HybridPlan({{0, 1, 2}, {3}}, 3);
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 5);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
+  const SimulatedRun run = RunReplaying(plan, {{1, 12}, {0, 13}}, 5, Fault::kHangs);
+  ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+  ExpectSameRun(run, whole_run, 5, /*weights=*/false);
+  EXPECT_NE(run.log.find("(rank 1) lost in step 2; rank 0 of its group computes its"), std::string::npos) << run.log;
+  EXPECT_NE(run.log.find("replaying step 2 (attempt 2) on 2 devices"), std::string::npos) << run.log;
 }
 
 // A stage's only device lost, in the first, middle or last stage, at the

@@ -107,7 +107,15 @@ class StageInbox {
     for (v1::StageCover& c : covers_) {
       if (c.step() == step && c.attempt() == attempt) taken.push_back(std::move(c));
     }
-    covers_.clear();  // those of other steps are of attempts given up
+    // Those of earlier steps and attempts are of attempts given up; a later
+    // attempt's stays for it. One that came while this device still ran a
+    // pass of the attempt its replay ended (a second device lost moments
+    // after the first) had been dropped by that attempt's last look, its
+    // shares never computed, and its group waited for their gradient for
+    // ever (found in review).
+    std::erase_if(covers_, [&](const v1::StageCover& c) {
+      return std::pair{c.step(), c.attempt()} <= std::pair<int64_t, int>{step, attempt};
+    });
     return taken;
   }
   // Until one of `keys` is here, a cover has come, or (`gradient`) the
@@ -116,7 +124,7 @@ class StageInbox {
   Status AwaitAny(const std::vector<Key>& keys, int64_t step, int attempt, bool gradient) {
     std::unique_lock lock(mu_);
     auto ready = [&] {
-      return !covers_.empty() || (gradient && gradients_.count({step, attempt}) > 0) ||
+      return CoverDueLocked(step, attempt) || (gradient && gradients_.count({step, attempt}) > 0) ||
              std::any_of(keys.begin(), keys.end(), [&](const Key& k) { return micro_batches_.count(k) > 0; });
     };
     Wait(lock, [&] { return ready() || !closed_.ok() || stopped_ || Superseded(step, attempt); });
@@ -170,6 +178,12 @@ class StageInbox {
   // An attempt of the step the head has since replayed.
   bool Superseded(int64_t step, int attempt) const {
     return step == replayed_.first && attempt < replayed_.second;
+  }
+  // A cover of `step`'s `attempt` is here: one of a later attempt is not yet
+  // this wait's to take up.
+  bool CoverDueLocked(int64_t step, int attempt) const {
+    return std::any_of(covers_.begin(), covers_.end(),
+                       [&](const v1::StageCover& c) { return c.step() == step && c.attempt() == attempt; });
   }
 
   std::mutex mu_;
