@@ -167,6 +167,12 @@ Status PipelineHead::Relay(int rank, bool forward, v1::MicroBatch part) {
     if (to < 0 || to >= static_cast<int>(groups_.size())) {
       return FailedPreconditionError("stage " + std::to_string(stage + 1) + " sent a micro-batch nowhere");
     }
+    // Summed and dealt out by it, a negative count became negative shares,
+    // sent on to stages that sized their labels by them (found in review).
+    if (part.samples() < 0) {
+      return FailedPreconditionError("stage " + std::to_string(stage + 1) + " sent a micro-batch of " +
+                                     std::to_string(part.samples()) + " samples");
+    }
     // Whose share it is: the sender's own, or a lost device's it covers.
     int of = rank;
     if (part.has_share_of()) {

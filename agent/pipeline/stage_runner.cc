@@ -500,6 +500,16 @@ class Stage {
         train_.CopySamples(batch_[static_cast<size_t>(span.begin + k)], 1, input.data() + k * train_.SampleSize());
       }
     } else {
+      // A count off the wire, trusted, sized the last stage's labels (-1
+      // aborted the agent on a vector of SIZE_MAX) and indexed the batch past
+      // its end with more than this device was dealt (found in review). Fewer
+      // came, in a test, in the attempt two devices of the stage before were
+      // lost in, which was then replayed.
+      if (in->samples() < 0 || (trainer_->IsLast() && in->samples() > n)) {
+        return FailedPreconditionError("micro-batch " + std::to_string(i) + " of step " +
+                                       std::to_string(now_step_) + " came with " + std::to_string(in->samples()) +
+                                       " samples, where this device was dealt " + std::to_string(n));
+      }
       n = in->samples();
       EDGETRAIN_ASSIGN_OR_RETURN(input, FloatsOf(in->values()));
     }
