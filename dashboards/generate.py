@@ -129,7 +129,7 @@ def training_dashboard():
     b.panel("Accuracy", "Test accuracy of the job's model at its last evaluation.",
             [(f"max by ({by_job}) (edgetrain_job_accuracy{{{job}}})", "{{trainingjob}}")],
             "percentunit", TEAM_RUN)
-    b.panel("Loss", "Training loss: the team's (mean over the last pushes) and each worker's last step.",
+    b.panel("Loss", "Training loss: the team's (smoothed over about its last 50 batches) and each worker's last step.",
             [(f"max by ({by_job}) (edgetrain_job_loss{{{job}}})", "{{trainingjob}} team"),
              (f"max by ({by_worker}) (edgetrain_loss{{{worker}}})", "{{trainingjob}} worker {{worker}}")],
             "none", TEAM_RUN)

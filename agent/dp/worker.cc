@@ -167,6 +167,10 @@ class WorkerRun {
       }
       if (!first->has_welcome()) return FailedPreconditionError("the coordinator did not answer with a welcome");
       EDGETRAIN_RETURN_IF_ERROR(CheckShapes(first->welcome()));
+      // Counted as every later message is: a connection's first, the whole
+      // model, had been left out, where the coordinator counts it sent
+      // (found in review).
+      metrics_.AddReceived(static_cast<int64_t>(first->ByteSizeLong()), first->welcome().rows_size());
       {
         std::lock_guard lock(mu_);
         EDGETRAIN_RETURN_IF_ERROR(InstallLocked(first->welcome()));

@@ -1,8 +1,9 @@
 #pragma once
 // The agent's Prometheus metrics (names in docs/metrics.md, prefix edgetrain_).
-// Handles are bound once, when a worker or coordinator is set up; the training
-// loop only adds and sets through them — nothing is looked up by label on the hot
-// path. prometheus-cpp stays behind this header.
+// Handles are bound once, when a worker or coordinator is set up, and the
+// training loop adds and sets through them; a push's encoding, a refused or
+// dropped push's reason and a replica's stage are looked up by label as they
+// come. prometheus-cpp stays behind this header.
 
 #include <cstdint>
 #include <memory>
