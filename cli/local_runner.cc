@@ -1228,6 +1228,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     return LastWords((folder->path() / ("worker-" + std::to_string(rank) + ".log")).string());
   };
   watch.earlier_model = earlier_model;
+  if (!options.stages.empty()) watch.set_by_options["spec.parallelism.stages"] = "--stages";
   if (forced) watch.forced = [forced] { return forced->load(); };
   if (job.spec.data.stream && job.spec.data.stream->directory) {
     // A resumed run reads only files past those it trained on; a fresh one

@@ -239,14 +239,24 @@ void RunSupervisor::NoteHowItStarted(const JobProgress& p, const RunWatch& watch
     // A manifest edited since (a learning rate, a budget): trained on under
     // the new one, and said so, not silently (a new user's trial).
     if (!p.resumed_with_changes.empty()) {
-      // Its data may have changed under the same manifest: said as that.
-      const bool manifest = std::any_of(p.resumed_with_changes.begin(), p.resumed_with_changes.end(),
-                                        [](const std::string& c) { return c.rfind("spec.", 0) == 0; });
+      // The option that set a changed field, if one did ("" if none).
+      const auto option_of = [&](const std::string& change) -> std::string {
+        for (const auto& [path, option] : watch.set_by_options) {
+          if (change.rfind(path + ":", 0) == 0) return option;
+        }
+        return "";
+      };
+      // Its data may have changed under the same manifest, or an option
+      // changed a field of it: said as that.
+      const bool manifest =
+          std::any_of(p.resumed_with_changes.begin(), p.resumed_with_changes.end(),
+                      [&](const std::string& c) { return c.rfind("spec.", 0) == 0 && option_of(c).empty(); });
       err_ << (manifest ? "  its manifest changed since that checkpoint; training on under the new one:\n"
                         : "  changed since that checkpoint; training on as it now is:\n");
       bool model_changed = false;
       for (const std::string& change : p.resumed_with_changes) {
-        err_ << "    " << change << "\n";
+        const std::string option = option_of(change);
+        err_ << "    " << change << (option.empty() ? "" : " (by " + option + ")") << "\n";
         model_changed = model_changed || change.rfind("spec.model.", 0) == 0;
       }
       // A model changed to one whose parameters have the same shapes resumes

@@ -95,6 +95,12 @@ struct RunWatch {
   // are then killed at once, not waited for through the interrupt's grace
   // (a second Ctrl-C did nothing for 30 s: found in review); optional.
   std::function<bool()> forced;
+  // The fields of the manifest a command-line option set for this run, by
+  // their path ("spec.parallelism.stages"), to the option ("--stages"): a
+  // resume that finds them changed says the option changed them, not the
+  // manifest (a new user's trial read "its manifest changed" of an unedited
+  // file); optional.
+  std::map<std::string, std::string> set_by_options;
 };
 
 // Who is told to stop when the run is interrupted or fails: every agent at

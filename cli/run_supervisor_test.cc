@@ -533,6 +533,19 @@ TEST_F(RunSupervisorTest, SaysOnceWhetherTheJobResumedOrReplacesAnEarlierModel) 
        "  the changed model trains on from the checkpoint's weights (its parameters have their shapes), not from "
        "its own: edgetrain run --fresh starts from those\n",
        JobState::kTraining, "", {"spec.model.torchscript.path: a.pt -> b.pt"}},
+      // Its stages changed by --stages, not in its manifest: said as that.
+      {120, "/out/model.pt",
+       "resuming robots from its checkpoint at iteration 120 (edgetrain run --fresh starts over)\n"
+       "  changed since that checkpoint; training on as it now is:\n"
+       "    spec.parallelism.stages: planned -> 0-3:0,1/4-8:2 (by --stages)\n",
+       JobState::kTraining, "", {"spec.parallelism.stages: planned -> 0-3:0,1/4-8:2"}},
+      {120, "/out/model.pt",
+       "resuming robots from its checkpoint at iteration 120 (edgetrain run --fresh starts over)\n"
+       "  its manifest changed since that checkpoint; training on under the new one:\n"
+       "    spec.optimizer.learningRate: 0.001 -> 0.002\n"
+       "    spec.parallelism.stages: planned -> even (by --stages)\n",
+       JobState::kTraining, "",
+       {"spec.optimizer.learningRate: 0.001 -> 0.002", "spec.parallelism.stages: planned -> even"}},
       {std::nullopt, "/out/model.pt", "note: robots starts afresh; its model will replace /out/model.pt\n"},
       {std::nullopt, "", ""},
       // Refused its checkpoint (another model): not "starts afresh" before the error.
@@ -560,6 +573,7 @@ TEST_F(RunSupervisorTest, SaysOnceWhetherTheJobResumedOrReplacesAnEarlierModel) 
     };
     watch.earlier_model = c.earlier_model;
     watch.afresh_also = c.afresh_also;
+    watch.set_by_options["spec.parallelism.stages"] = "--stages";
     RunSupervisor supervisor("robots", coordinator, {}, clock, err);
     Supervision outcome = supervisor.Run(interrupted_, display, watch);
     ASSERT_TRUE(outcome.result.has_value());
