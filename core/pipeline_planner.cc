@@ -395,17 +395,28 @@ std::string LayerNoDeviceHolds(const PipelineProblem& problem) {
   }
   const PipelineCostModel model(problem);
   const int device[] = {roomiest};
+  // The one that takes the most, which is what the device would need: the
+  // first named had a neighbour twice its size (a new user's trial).
+  int largest = -1, others = 0;
+  int64_t most = 0;
   for (int l = 0; l < static_cast<int>(problem.layers.size()); ++l) {
     // Its least: micro-batches of one sample, one in flight.
     const StageCost alone = model.Stage(l, l + 1, device, 1, 1);
-    if (!alone.fits && !alone.memory_bytes.empty()) {
-      const PipelineDevice& d = problem.devices[static_cast<size_t>(roomiest)];
-      return "layer " + problem.layers[static_cast<size_t>(l)].name + " alone would take " +
-             BinaryBytes(static_cast<double>(alone.memory_bytes[0]), 2) + " on " + d.name +
-             ", the device of the most memory, over its " + BinaryBytes(static_cast<double>(d.memory_bytes), 2);
+    if (alone.fits || alone.memory_bytes.empty()) continue;
+    if (largest >= 0) ++others;
+    if (largest < 0 || alone.memory_bytes[0] > most) {
+      largest = l;
+      most = alone.memory_bytes[0];
     }
   }
-  return "";
+  if (largest < 0) return "";
+  const PipelineDevice& d = problem.devices[static_cast<size_t>(roomiest)];
+  return "layer " + problem.layers[static_cast<size_t>(largest)].name + " alone would take " +
+         BinaryBytes(static_cast<double>(most), 2) + " on " + d.name + ", the device of the most memory, over its " +
+         BinaryBytes(static_cast<double>(d.memory_bytes), 2) +
+         (others == 0   ? ""
+          : others == 1 ? " (nor does 1 other layer fit it)"
+                        : " (nor do " + std::to_string(others) + " other layers fit it)");
 }
 
 }  // namespace
