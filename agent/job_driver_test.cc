@@ -862,6 +862,13 @@ TEST(ProgressBoardTest, AReaderSeesTheJobsClockAndItsSecondsSinceAStepMoveOn) {
   board.SetWallClock(std::chrono::seconds(60));
   board.Publish(p, at);
   EXPECT_DOUBLE_EQ(board.SnapshotAt(at + std::chrono::seconds(5)).fraction, 0.25);
+  EXPECT_FALSE(board.SnapshotAt(at + std::chrono::seconds(5)).stop_reason);
+  // A step still under way past the wall clock: training stops once it is
+  // done, and is said to be finishing, not training at 100% with an ETA of 0.
+  const JobProgress past = board.SnapshotAt(at + std::chrono::seconds(55));
+  EXPECT_DOUBLE_EQ(past.fraction, 1);
+  EXPECT_EQ(past.stop_reason, std::optional(StopReason::kWallClock));
+  EXPECT_EQ(past.state, JobState::kTraining);
   p.stop_reason = StopReason::kWallClock;
   board.Publish(p, at);
   EXPECT_DOUBLE_EQ(board.SnapshotAt(at + std::chrono::seconds(5)).elapsed_s, 10) << "stopped: its clock stands";

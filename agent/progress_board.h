@@ -57,6 +57,14 @@ class ProgressBoard {
     if (p.elapsed_s > 0) p.samples_per_second = static_cast<double>(p.samples) / p.elapsed_s;
     if (p.eta_s) p.eta_s = std::max(0.0, *p.eta_s - since);
     if (wall_clock_s_ && *wall_clock_s_ > 0) p.fraction = std::max(p.fraction, std::min(1.0, p.elapsed_s / *wall_clock_s_));
+    // Past the wall clock with a step still under way, which the loop looks
+    // at the budget after: training stops once that step is done, and is
+    // said to be finishing. A pipeline's step held by a device slowed a
+    // thousandfold read "training, 100%, ETA 0" for 19 s past its budget (a
+    // new user's trial).
+    if (wall_clock_s_ && *wall_clock_s_ > 0 && p.elapsed_s >= *wall_clock_s_ && !p.evaluating) {
+      p.stop_reason = StopReason::kWallClock;
+    }
     return p;
   }
 

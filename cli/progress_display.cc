@@ -34,13 +34,17 @@ std::optional<std::string> ShownClock(double seconds) {
 }
 
 // Training has stopped and the job is finishing; empty while it trains.
+// Finishing is said as evaluating the final model while it is: a vgg's test
+// set through a pipeline's head took 20 s, said as "finishing" alone (a new
+// user's trial).
 std::string Stopping(const JobProgress& p) {
   if (!p.stop_reason || p.state != JobState::kTraining) return "";
+  const std::string finishing = p.evaluating ? "evaluating the final model" : "finishing";
   switch (*p.stop_reason) {
-    case StopReason::kTarget: return "- target reached: finishing";
+    case StopReason::kTarget: return "- target reached: " + finishing;
     case StopReason::kEpochs:
     case StopReason::kWallClock:
-    case StopReason::kEnergy: return "- budget spent: finishing";
+    case StopReason::kEnergy: return "- budget spent: " + finishing;
     case StopReason::kCancelled: return "- stopping";
     case StopReason::kFailed: return "";
   }

@@ -229,6 +229,12 @@ TEST(ProgressDisplayTest, ALineThatStandsStillIsPrintedOnce) {
   const std::string s = out.str();
   EXPECT_EQ(std::count(s.begin(), s.end(), '\n'), 1) << s;
   EXPECT_NE(s.find("budget spent: finishing"), std::string::npos);
+  // Once it is the final model's evaluation, which may take long, that is said as it begins.
+  p.evaluating = true;
+  clock.Advance(std::chrono::seconds(5));
+  display.Show(p);
+  EXPECT_NE(out.str().substr(s.size()).find("- budget spent: evaluating the final model\n"), std::string::npos)
+      << out.str();
 }
 
 }  // namespace
