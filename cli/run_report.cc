@@ -554,9 +554,28 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
     if (w.active || w.layers) continue;
     const std::string device =
         static_cast<size_t>(w.rank) < devices.size() ? devices[w.rank].node : "rank " + std::to_string(w.rank);
-    gone += (gone.empty() ? "" : ", ") + device + " (its last step " + WithThousands(w.iteration) + ")";
+    char figures[96];
+    std::snprintf(figures, sizeof figures, ", %.1f MB sent, %.1f MB received, %.1f J",
+                  static_cast<double>(w.bytes_sent) / 1e6, static_cast<double>(w.bytes_received) / 1e6,
+                  w.energy_joules);
+    gone += (gone.empty() ? "" : ", ") + device + " (its last step " + WithThousands(w.iteration) + figures + ")";
   }
   if (!gone.empty()) out << "  not in the pipeline at the end: " << gone << "\n";
+  // What the rows and those leave out of the job's totals: the devices of the
+  // runs it resumed that are in none of its ranks now (another profile). The
+  // rows summed to 464 of 644 J, unsaid (a new user's trial).
+  double listed_j = 0;
+  for (const WorkerProgress& w : p.workers) listed_j += w.energy_joules;
+  const double earlier_j = p.energy_joules ? *p.energy_joules - listed_j : 0;
+  if (p.departed_bytes_sent > 0 || p.departed_bytes_received > 0 || earlier_j >= 0.05) {
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "  devices of the runs it resumed that are not in this one: %.1f MB sent, %.1f MB received, "
+                  "%.1f J\n",
+                  static_cast<double>(p.departed_bytes_sent) / 1e6, static_cast<double>(p.departed_bytes_received) / 1e6,
+                  std::max(0.0, earlier_j));
+    out << line;
+  }
   // A device's figures go on over the job's runs, whatever stages it held
   // in each: a one-stage run resumed from an even split's showed its
   // gateway's 34% bubbles and 55 MB, with no neighbour (a new user's trial).

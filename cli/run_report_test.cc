@@ -648,6 +648,9 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
   lost.workers[0].layers = std::pair{0, 2};
   lost.workers[1].active = false;  // the head lists it, in no stage
   lost.workers[1].iteration = 204;
+  lost.workers[1].bytes_sent = 2'500'000;
+  lost.workers[1].bytes_received = 1'300'000;
+  lost.workers[1].energy_joules = 40;
   lost.workers[2].active = true;
   lost.workers[2].layers = std::pair{2, 4};
   lost.replays = p.replays;
@@ -655,8 +658,21 @@ TEST(RunReportTest, APipelineThatLostDevicesSaysWhatItCostAndWhatWasPlannedAgain
   EXPECT_NE(renumbered.find("      1  0-1     robot-1"), std::string::npos) << renumbered;
   EXPECT_NE(renumbered.find("      2  2-3     robot-3"), std::string::npos) << renumbered;
   EXPECT_EQ(renumbered.find("robot-2   "), std::string::npos) << "no row for the device lost\n" << renumbered;
-  EXPECT_NE(renumbered.find("  not in the pipeline at the end: robot-2 (its last step 204)\n"), std::string::npos)
+  EXPECT_NE(renumbered.find("  not in the pipeline at the end: robot-2 (its last step 204, 2.5 MB sent, 1.3 MB "
+                             "received, 40.0 J)\n"),
+            std::string::npos)
       << renumbered;
+  EXPECT_EQ(renumbered.find("devices of the runs it resumed"), std::string::npos) << "none: nothing left out\n"
+                                                                                   << renumbered;
+  // Resumed onto other devices: what the earlier runs' devices sent and
+  // used is said, so that the rows and it add up to the job's totals.
+  lost.energy_joules = 100;
+  lost.departed_bytes_sent = 3'000'000;
+  lost.departed_bytes_received = 500'000;
+  EXPECT_NE(Summary(three, lost).find("  devices of the runs it resumed that are not in this one: 3.0 MB sent, 0.5 MB "
+                                      "received, 60.0 J\n"),
+            std::string::npos)
+      << Summary(three, lost);
   p.replays = JobProgress::Replays{};
   const std::string none = Summary(plan, p);
   EXPECT_EQ(none.find("devices lost"), std::string::npos) << none;
