@@ -24,6 +24,14 @@ std::string SamplesPerSecond(double rate) { return WithThousands(std::llround(ra
 // The plan against data parallelism on every device, as the reason says it.
 std::string AgainstDataParallelism(const PipelinePlan& plan, const PipelinePlan& data_parallel) {
   if (!data_parallel.cost.fits) return "data parallelism does not fit: " + data_parallel.cost.misfit;
+  // Under half a sample a second, data parallelism is said as training
+  // next to nothing, not as a ratio: a link whose trace ends at 0 averaged
+  // it to 0.007 samples/s, and "129378.7x ... against 0 samples/s" was read
+  // (a new user's trial).
+  if (data_parallel.cost.samples_per_s < 0.5) {
+    return "predicted " + SamplesPerSecond(plan.cost.samples_per_s) + " where data parallelism on the same devices "
+           "and links trains next to nothing (0 samples/s: a link that is down, say)";
+  }
   const double ratio = plan.cost.samples_per_s / data_parallel.cost.samples_per_s;
   return "predicted " + Times(ratio) + " data parallelism's samples/s on the same devices and links (" +
          SamplesPerSecond(plan.cost.samples_per_s) + " against " + SamplesPerSecond(data_parallel.cost.samples_per_s) +

@@ -23,6 +23,21 @@ PipelineProblem Site(double mbps) {
   return p;
 }
 
+// A device whose link is all but down holds data parallelism to next to
+// nothing: said as that, not as a ratio against "0 samples/s" (a new user's
+// trial read "129378.7x").
+TEST(ParallelismChoiceTest, DataParallelismHeldToNothingByALinkThatIsDownIsSaidSoNotAsARatio) {
+  PipelineProblem p = Site(100);
+  p.devices[3].up_bytes_per_s = p.devices[3].down_bytes_per_s = 1;
+  const auto choice = ChooseParallelism(p, ParallelismMode::kAuto);
+  ASSERT_TRUE(choice.ok()) << choice.status().ToString();
+  EXPECT_LT(choice->data_parallel.cost.samples_per_s, 0.5);
+  EXPECT_NE(choice->reason.find("where data parallelism on the same devices and links trains next to nothing"),
+            std::string::npos)
+      << choice->reason;
+  EXPECT_EQ(choice->reason.find("x data parallelism's"), std::string::npos) << choice->reason;
+}
+
 TEST(ParallelismChoiceTest, AutoSplitsTheModelWhenLinksAreTooThinToSyncIt) {
   const PipelineProblem p = Site(100);
   const auto choice = ChooseParallelism(p, ParallelismMode::kAuto);
