@@ -333,7 +333,8 @@ def alert_groups():
                   "consumed no sample in the last 10 minutes.",
                   "kubectl describe tj {{ $labels.trainingjob }} -n {{ $labels.namespace }}: look at the Running "
                   "and Stalled conditions and the workers' pods; a team still gathering waits for pods that are not "
-                  "running."),
+                  "running, and a team on streams whose sources have gone quiet waits for samples (the Streams "
+                  "row's data waits: edgetrain_data_wait_seconds_total rising on every worker)."),
             alert("EdgetrainLinkDown",
                   f"sum by ({job}, worker) (rate(edgetrain_coordinator_received_bytes_total[2m])) == 0 "
                   f"and on ({job}) sum by ({job}) (rate(edgetrain_job_samples_total[2m])) > 0",
@@ -341,10 +342,12 @@ def alert_groups():
                   # Said as it fires, a 2-minute window held for 2 more: a user's
                   # trial read "2 minutes" off an alert 4 minutes after the last byte.
                   "Worker {{ $labels.worker }} of {{ $labels.trainingjob }} has sent nothing for 4 minutes",
-                  "The coordinator received no byte from worker {{ $labels.worker }} of "
+                  "The coordinator applied no push from worker {{ $labels.worker }} of "
                   "{{ $labels.namespace }}/{{ $labels.trainingjob }} in 4 minutes while the rest of the team trains.",
                   "Check the link of the worker's node (edgetrain.dev/ annotations on the Node, the node's network); "
-                  "the operator replaces the worker after spec.faultTolerance.nodeLossGrace if its pod is lost."),
+                  "the operator replaces the worker after spec.faultTolerance.nodeLossGrace if its pod is lost. A "
+                  "worker whose pushes were refused (edgetrain_coordinator_refused_pushes_total) is quarantined, "
+                  "and reads so too: the coordinator's log says why."),
             # Once the team trains: a new job's coordinator counts its team from
             # its start, and workers still pulling their image or connecting over
             # a slow link had paged as lost (found in review). A team that has
