@@ -309,7 +309,9 @@ Status PipelineHead::SumGradient(int rank, v1::GroupGradient part) {
       // The head covers a device only while its gradient is not in: a
       // second gradient of the same shares would leave another slot empty,
       // and the group waiting for it for ever. Its sender is lost instead.
-      if (parts.gradients[j]) {
+      // So is one naming the same shares twice in one message, which had
+      // left them out of the sum unsaid (found in review).
+      if (parts.gradients[j] || std::count(slots.begin(), slots.end(), j) > 1) {
         return FailedPreconditionError("stage " + std::to_string(stage + 1) + " was sent the gradient of rank " +
                                        std::to_string(group[j]) + "'s shares twice");
       }
@@ -354,8 +356,11 @@ void PipelineHead::HeardLocked(Link& link, const v1::WorkerMessage& message) {
   // A pass is under way as long as its heartbeats say so; whatever else it
   // sends, a pass ended before it.
   const bool idle_word = message.has_heartbeat() && message.heartbeat().next_bytes() == 0;
+  // Figures off the wire are held within a day: saturated, a huge one
+  // overflowed the clock's arithmetic below (found in review).
+  constexpr double kDayS = 86400;
   if (idle_word && message.heartbeat().busy_seconds() > 0) {
-    link.busy_since = now - FromSeconds(message.heartbeat().busy_seconds());
+    link.busy_since = now - FromSeconds(std::min(message.heartbeat().busy_seconds(), kDayS));
   } else {
     link.busy_since.reset();
   }
@@ -377,7 +382,7 @@ void PipelineHead::HeardLocked(Link& link, const v1::WorkerMessage& message) {
     double rate = link.uplink_bytes_per_s;
     const WorkerSlot& slot = plan_.workers[static_cast<size_t>(link.rank)];
     if (rate <= 0 && slot.link && slot.link->mean_mbps > 0) rate = slot.link->mean_mbps * 1e6 / 8;
-    const Duration wire = rate > 0 ? FromSeconds(2 * static_cast<double>(link.announced_bytes) / rate)
+    const Duration wire = rate > 0 ? FromSeconds(std::min(2 * static_cast<double>(link.announced_bytes) / rate, kDayS))
                                    : plan_.spec.fault_tolerance.ReachGrace();
     link.transfer_until = now + wire + link.heard.Deadline();
   }

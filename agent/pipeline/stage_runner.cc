@@ -1,6 +1,7 @@
 #include "agent/pipeline/stage_runner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -237,7 +238,10 @@ class Stage {
         return FailedPreconditionError("the head named rank " + std::to_string(r) + ", which the plan has not");
       }
       if (planned) speeds.push_back(1 / plan_.workers[r].slowdown);
-      if (!(speeds[j] > 0)) return FailedPreconditionError("the head gave rank " + std::to_string(r) + " no speed");
+      // Finite too: an infinite one dealt shares of NaN samples (found in review).
+      if (!(speeds[j] > 0) || !std::isfinite(speeds[j])) {
+        return FailedPreconditionError("the head gave rank " + std::to_string(r) + " no speed");
+      }
     }
     member_ = static_cast<size_t>(at - group.begin());
     speeds_ = std::move(speeds);
