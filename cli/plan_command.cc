@@ -501,13 +501,20 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
   // run --nodes does not use (a new user's plan said "conv1-conv4 on
   // gateway" and the run put them on board).
   if (pipeline_job && placement.placed && !options.nodes_path.empty()) {
-    bool in_order = true;
+    // Each rank that lands elsewhere, named: a layout by hand (--stages) is
+    // of ranks, and a new user read its prediction here for devices the run
+    // then did not use ("may differ" alone).
+    std::string elsewhere;
     for (size_t r = 0; r < placement.worker_nodes.size(); ++r) {
-      in_order = in_order && r < nodes.size() && placement.worker_nodes[r] == nodes[r].name;
+      if (r < nodes.size() && placement.worker_nodes[r] == nodes[r].name) continue;
+      elsewhere += (elsewhere.empty() ? "" : "; ") + std::string("rank ") + std::to_string(r) + " on " +
+                   placement.worker_nodes[r] + " here, on " + (r < nodes.size() ? nodes[r].name : "none") +
+                   " under edgetrain run";
     }
-    if (!in_order) {
+    if (!elsewhere.empty()) {
       err << "note: these are the devices the operator would place the workers on; edgetrain run --nodes puts "
-             "worker i on the profile's node i and plans its stages on those, which may differ\n";
+             "worker i on the profile's node i and plans its stages on those: "
+          << elsewhere << "\n";
     }
   }
   for (const std::string& note : support.notes) err << "note: " << note << "\n";
