@@ -290,6 +290,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   JobProgress p = engine_.Progress();
   const int64_t first_iteration = p.iteration;
   const int64_t first_samples = p.samples;
+  if (const std::optional<int64_t> most = budget.MaxSamples()) engine_.EndTicksAtSamples(*most, first_iteration);
   TrainingSchedule schedule(spec.evaluation, spec.fault_tolerance.checkpoint_every, p.iteration, clock_.Now());
   // A resumed job's last evaluation, until it evaluates again.
   std::optional<double> accuracy = resumed ? resumed->accuracy : std::nullopt;

@@ -44,6 +44,13 @@ class TrainingEngine {
   // Moves training on: a job of one trains a step; a coordinator lets a tick
   // pass while its workers train.
   virtual Status Advance() = 0;
+  // The job's samples (Progress().samples) at which its epochs budget is
+  // spent: an engine whose Advance lets a tick pass ends the tick there, not
+  // at its end, once its iteration has moved past `past_iteration` (the
+  // driver does not end a job by its epochs before its model stepped in the
+  // run). A team of small data trained 4,032 samples for an epochs budget of
+  // 2,874, its epochs each shorter than a tick (a new user's trial).
+  virtual void EndTicksAtSamples(int64_t /*samples*/, int64_t /*past_iteration*/) {}
   // When the job's training clock read 0, where training taught the engine
   // better than the driver's checkpoint did: a coordinator placed anew that
   // trained on from a worker's copy of the model took the job's clock with

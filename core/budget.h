@@ -52,9 +52,10 @@ class Budget {
   // Time left until the nearest limit at the pace so far; nullopt before the
   // first sample (or the first joule) when only epochs (or energy) bound the run.
   std::optional<Duration> Eta(TimePoint now, BudgetUse use) const;
+  // The samples the epochs budget allows; none without one.
+  std::optional<int64_t> MaxSamples() const;
 
  private:
-  std::optional<int64_t> MaxSamples() const;
   bool HasEnergyLimit() const { return spec_.energy_joules > 0; }
 
   BudgetSpec spec_;

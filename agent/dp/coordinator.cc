@@ -175,23 +175,35 @@ double Coordinator::JobElapsedLocked() const {
   return job_clock_start_ ? std::max(0.0, ToSeconds(clock_.Now() - *job_clock_start_)) : restored_elapsed_s_;
 }
 
+void Coordinator::EndTicksAtSamples(int64_t samples, int64_t past_iteration) {
+  std::lock_guard lock(mu_);
+  end_ticks_at_ = std::pair{samples, past_iteration};
+}
+
 Status Coordinator::Advance() {
   const TimePoint began = clock_.Now();
+  const TimePoint tick_end = began + timings_.tick;
+  // The epochs budget spent ends the tick: a push's report that brings it
+  // in wakes the wait.
+  auto spent = [&] {
+    return end_ticks_at_ && accounts_.samples() >= end_ticks_at_->first &&
+           accounts_.team_iteration() > end_ticks_at_->second;
+  };
   if (rounds_) {
     // A round's deadline is kept to the moment, not to the tick: a round
     // lasts a few ticks. The push that brings the quorum in sets it
     // (FollowRounds, from Receive) and wakes this wait.
-    const TimePoint tick_end = began + timings_.tick;
     std::unique_lock lock(mu_);
-    for (TimePoint now = clock_.Now(); now < tick_end; now = clock_.Now()) {
+    for (TimePoint now = clock_.Now(); now < tick_end && !spent(); now = clock_.Now()) {
       FollowRounds(now);
       const std::optional<TimePoint> deadline = rounds_->deadline();
       const TimePoint wake =
           deadline ? std::min(tick_end, std::max(*deadline, now + std::chrono::milliseconds(1))) : tick_end;
-      changed_.WaitUntil(lock, wake, [&] { return rounds_->deadline() != deadline; });
+      changed_.WaitUntil(lock, wake, [&] { return rounds_->deadline() != deadline || spent(); });
     }
   } else {
-    clock_.SleepFor(timings_.tick);
+    std::unique_lock lock(mu_);
+    changed_.WaitUntil(lock, tick_end, spent);
   }
   std::lock_guard lock(mu_);
   const TimePoint now = clock_.Now();

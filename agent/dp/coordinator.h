@@ -124,6 +124,7 @@ class Coordinator final : public TrainingEngine {
   // The rendezvous: every worker, or nodeLossGrace after the first.
   Status Start(const std::atomic<bool>& cancel) override;
   Status Advance() override;
+  void EndTicksAtSamples(int64_t samples, int64_t past_iteration) override;
   std::optional<TimePoint> JobClockStart() override;
   JobProgress Progress() override;
   StatusOr<double> Evaluate() override;
@@ -282,6 +283,8 @@ class Coordinator final : public TrainingEngine {
   // a new coordinator's takeover reads it back).
   double restored_elapsed_s_ = 0;
   std::optional<TimePoint> job_clock_start_;  // set once the team starts
+  // The epochs budget's samples, and the iteration past which they end a tick (EndTicksAtSamples).
+  std::optional<std::pair<int64_t, int64_t>> end_ticks_at_;
   std::optional<TimePoint> team_started_;     // this run's team, when it started
   // When each worker's first Hello came, until its first Welcome says how
   // far that was from the team's start (WelcomeMessage::waited_s).

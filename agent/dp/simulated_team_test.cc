@@ -124,6 +124,24 @@ TEST_P(WorldSizeTest, ATeamTrainsToItsBudgetWithinItsBounds) {
 
 INSTANTIATE_TEST_SUITE_P(Sizes, WorldSizeTest, ::testing::Values(1, 2, 3, 7, 16));
 
+// Epochs shorter than the coordinator's tick (steps of 1 ms, ticks of 20):
+// the job stops as they are spent, not at the end of the tick they were in.
+// A team of small data trained 4,032 samples for a budget of 2,874 (a new
+// user's trial).
+TEST(SimulatedTeamTest, AnEpochsBudgetEndsAsItIsSpentNotAtTheEndOfItsTick) {
+  TeamSetup setup = ATeamOf(2);
+  setup.policy = SyncPolicy::kBsp;
+  setup.model.step = milliseconds(1);
+  setup.budget.epochs = 3;
+  SimulatedTeam team(setup);
+  team.Run();
+  ExpectSound(team, 0);
+  const JobProgress& p = *team.result();
+  EXPECT_EQ(p.stop_reason, StopReason::kEpochs);
+  EXPECT_GE(p.samples, 3 * setup.train_samples);
+  EXPECT_LE(p.samples, 3 * setup.train_samples + 2 * setup.workers * setup.batch_size) << "samples past the budget";
+}
+
 // Once the job stops, the model is final: the workers leave one by one as
 // they hear Stop, and each departure had moved the clocks the others held,
 // stepping rows on a part of a round's gradients (the last, their sum
