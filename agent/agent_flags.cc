@@ -35,7 +35,9 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
   // Ranges, not CLI11's NonNegativeNumber and PositiveNumber, whose message
   // gave the largest double in all its 309 digits as the bound.
   app->add_option("--rank", flags.rank, "this agent's index")->check(CLI::Range(0, 1'000'000))->option_text("N");
-  app->add_option("--world", flags.world, "the number of agents")->check(CLI::Range(1, 1'000'000))->option_text("N");
+  app->add_option("--world", flags.world, "the job's workers (spec.parallelism.workers), the coordinator not counted")
+      ->check(CLI::Range(1, 1'000'000))
+      ->option_text("N");
   app->add_option("--plan", flags.plan, "the plan file")->required()->option_text("FILE");
   app->add_option("--rebalance-every", flags.rebalance_every,
                   "a pipeline head measures its stages' compute over this many steps, and moves layers between "

@@ -152,7 +152,8 @@ Status NetnsLinks::BuildHostLink(const NetnsOptions& options) {
   const std::string hub_addr = net + std::to_string(kHostLinkOctet) + ".2";
   const std::string host_addr = net + std::to_string(kHostLinkOctet) + ".1";
   host_if_ = prefix_ + "u";
-  EDGETRAIN_RETURN_IF_ERROR(Run({"ip", "link", "add", host_if_, "type", "veth", "peer", "name", hub_end, "netns", hub_}));
+  EDGETRAIN_RETURN_IF_ERROR(
+      Run({"ip", "link", "add", host_if_, "type", "veth", "peer", "name", hub_end, "netns", hub_}));
   EDGETRAIN_RETURN_IF_ERROR(Run({"ip", "addr", "add", host_addr + "/30", "dev", host_if_}));
   EDGETRAIN_RETURN_IF_ERROR(Run({"ip", "link", "set", host_if_, "up"}));
   EDGETRAIN_RETURN_IF_ERROR(Run({"ip", "-n", hub_, "addr", "add", hub_addr + "/30", "dev", hub_end}));

@@ -742,7 +742,7 @@ TEST_F(RunCommandTest, AModuleThatCannotBeSplitRunsWholeUnderAutoAndIsRefusedAHy
   std::ofstream(dir_ / "make.py") << script;
   ASSERT_EQ(std::system(("/usr/bin/python3 " + (dir_ / "make.py").string()).c_str()), 0);
   const std::string spec = "  model: {torchscript: {path: net.pt}}\n  data: {dataset: digits, batchSize: 32}\n"
-                           "  parallelism: {mode: MODE, workers: 2}\n  budget: {epochs: 1}\n";
+                           "  parallelism: {mode: MODE, workers: 2}\n  budget: {epochs: 3}\n";
   auto with_mode = [&](const std::string& mode) {
     std::string text = spec;
     text.replace(text.find("MODE"), 4, mode);
@@ -762,7 +762,7 @@ TEST_F(RunCommandTest, AModuleThatCannotBeSplitRunsWholeUnderAutoAndIsRefusedAHy
   EXPECT_NE(run.stderr_text.find(why + ", so it runs whole\n"), std::string::npos) << run.stderr_text;
   const auto result = nlohmann::json::parse(run.stdout_lines.back());
   EXPECT_EQ(result["stop_reason"], "epochs");
-  EXPECT_GE(result["accuracy"].get<double>(), 0.5) << "one epoch of a 64-10 module with a skip on digits";
+  EXPECT_GE(result["accuracy"].get<double>(), 0.5) << "three epochs of a 64-10 module with a skip on digits";
   // Evaluated on the job's files, the model saved is the module whole: the
   // module it trained from, moved away, was required (a new user's trial).
   fs::rename(dir_ / "net.pt", dir_ / "net-moved.pt");

@@ -572,8 +572,8 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
     std::snprintf(line, sizeof line,
                   "  devices of the runs it resumed that are not in this one: %.1f MB sent, %.1f MB received, "
                   "%.1f J\n",
-                  static_cast<double>(p.departed_bytes_sent) / 1e6, static_cast<double>(p.departed_bytes_received) / 1e6,
-                  std::max(0.0, earlier_j));
+                  static_cast<double>(p.departed_bytes_sent) / 1e6,
+                  static_cast<double>(p.departed_bytes_received) / 1e6, std::max(0.0, earlier_j));
     out << line;
   }
   // A device's figures go on over the job's runs, whatever stages it held

@@ -405,13 +405,6 @@ SimulatedRun RunThreeSteps(const JobPlan& plan, std::vector<std::unique_ptr<test
   return run;
 }
 
-// Every shape of pipeline from 1 to 5 stages and 1 to 8 micro-batches, its
-// stages uneven, runs its steps to the end: none deadlocks (the deterministic
-// clock aborts, naming every waiting thread, if one does), none holds more
-// micro-batches than 1F1B allows, and where the micro-batches are equal (the
-// count divides the batch) each step takes exactly what the schedule run out
-// to its dependencies takes (core/pipeline_schedule.h): the runtime is that
-// schedule.
 v1::CoordinatorMessage Replay(int64_t step, int attempt) {
   v1::CoordinatorMessage m;
   m.mutable_command()->mutable_replay()->set_step(step);
@@ -451,6 +444,13 @@ TEST(StageInboxTest, ALaterAttemptsCoverIsKeptForItThroughAnEndedAttemptsLastLoo
   EXPECT_EQ(inbox.TakeCovers(8, 0).size(), 1u) << "a later step's is kept for it too";
 }
 
+// Every shape of pipeline from 1 to 5 stages and 1 to 8 micro-batches, its
+// stages uneven, runs its steps to the end: none deadlocks (the deterministic
+// clock aborts, naming every waiting thread, if one does), none holds more
+// micro-batches than 1F1B allows, and where the micro-batches are equal (the
+// count divides the batch) each step takes exactly what the schedule run out
+// to its dependencies takes (core/pipeline_schedule.h): the runtime is that
+// schedule.
 TEST(SimulatedPipelineTest, EveryShapeRunsTheScheduleWithoutDeadlock) {
   const int batch = 24;
   const TrainTestSplit data = testing::FakeData(240, 8, 10);
