@@ -7,12 +7,14 @@ namespace edgetrain {
 ModelTakeover::ModelTakeover(int workers)
     : offers_(static_cast<size_t>(workers), -1),
       elapsed_s_(static_cast<size_t>(workers), 0),
+      energy_j_(static_cast<size_t>(workers), 0),
       passed_over_(static_cast<size_t>(workers), false) {}
 
-void ModelTakeover::Offered(int w, int64_t clock, double job_elapsed_s) {
+void ModelTakeover::Offered(int w, int64_t clock, double job_elapsed_s, double job_energy_j) {
   if (settled_ || passed_over_[w]) return;
   offers_[w] = clock;
   elapsed_s_[w] = job_elapsed_s;
+  energy_j_[w] = job_energy_j;
 }
 
 void ModelTakeover::Withdrawn(int w) {

@@ -19,6 +19,7 @@
 // taken, or none is ahead, that is settled for the rest of the job: later
 // hellos are teammates rejoining, not a team to take over from.
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -29,9 +30,10 @@ class ModelTakeover {
  public:
   explicit ModelTakeover(int workers);
 
-  // Worker `w`'s Hello: its copy's least row clock, and the job's training
-  // time as it last heard it, counted on since.
-  void Offered(int w, int64_t clock, double job_elapsed_s = 0);
+  // Worker `w`'s Hello: its copy's least row clock, the job's training time
+  // as it last heard it, counted on since, and the job's energy as it last
+  // heard it.
+  void Offered(int w, int64_t clock, double job_elapsed_s = 0, double job_energy_j = 0);
   // What `w` offered cannot be had (its stream ended, or its copy was
   // refused): it is passed over, whatever it offers again.
   void Withdrawn(int w);
@@ -48,6 +50,11 @@ class ModelTakeover {
   // The job's training time `w` offered with its copy: the taken copy's
   // becomes the job's clock.
   double offered_elapsed_s(int w) const { return elapsed_s_[w]; }
+  // The most of the job's energy any worker offered: each as its last
+  // coordinator said it, the freshest word the most.
+  double most_energy_offered() const {
+    return energy_j_.empty() ? 0 : *std::max_element(energy_j_.begin(), energy_j_.end());
+  }
   // The copy of the worker asked was taken.
   void Taken();
   bool settled() const { return settled_; }
@@ -55,6 +62,7 @@ class ModelTakeover {
  private:
   std::vector<int64_t> offers_;  // per worker: its copy's clock; -1: none to take
   std::vector<double> elapsed_s_;  // per worker: the job's training time it offered
+  std::vector<double> energy_j_;   // per worker: the job's energy it offered
   std::vector<bool> passed_over_;
   std::optional<int> asked_;
   bool settled_ = false;

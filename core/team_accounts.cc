@@ -102,7 +102,10 @@ void TeamAccounts::TrainedOnFromCopy(int64_t own_clock, int64_t copy_clock) {
 }
 
 void TeamAccounts::Restore(int64_t iteration, int64_t samples, const std::vector<WorkerTotals>& workers,
-                           std::optional<double> loss) {
+                           std::optional<double> loss, double job_energy_j) {
+  double held_j = 0;
+  for (const WorkerTotals& t : workers) held_j += t.energy_j;
+  carried_energy_j_ = std::max(0.0, job_energy_j - held_j);
   samples_ = samples;
   resumed_iteration_ = iteration;
   resumed_samples_ = samples;
@@ -178,6 +181,7 @@ JobProgress TeamAccounts::Progress(double elapsed_s, const std::vector<bool>& ac
     energy += wp.energy_joules;
     p.workers.push_back(wp);
   }
+  energy += carried_energy_j_;
   for (const WorkerTotals& gone : departed_) {
     energy += gone.energy_j;
     p.departed_bytes_sent += gone.bytes_sent;

@@ -110,8 +110,14 @@ class TeamAccounts {
   // stays in the job's, so that an energy budget counts what they spent
   // (it left the totals with them: a new user's trial), and a team as
   // large again takes their figures back.
+  // `job_energy_j`: the job's energy as the checkpoint kept it, of which
+  // what no rank's totals hold is carried on (CarryEnergy).
   void Restore(int64_t iteration, int64_t samples, const std::vector<WorkerTotals>& workers,
-               std::optional<double> loss = std::nullopt);
+               std::optional<double> loss = std::nullopt, double job_energy_j = 0);
+  // Joules of the job that no worker's figures hold: counted by a
+  // coordinator before this one, whose figures went with its node (a
+  // coordinator placed anew goes on from what its workers last heard).
+  void CarryEnergy(double joules) { carried_energy_j_ += joules; }
   // A stream from a folder: the last file `w` had taken all the samples of,
   // as it last reported, or as the checkpoint resumed from kept it.
   std::string StreamReadThrough(int w) const;
@@ -148,6 +154,7 @@ class TeamAccounts {
 
   std::vector<Worker> workers_;
   std::vector<WorkerTotals> departed_;  // ranks past this team's, as the checkpoint kept them
+  double carried_energy_j_ = 0;         // CarryEnergy
   const int batch_size_;
   const int64_t train_size_;
   int64_t samples_ = 0;

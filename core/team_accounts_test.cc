@@ -109,6 +109,22 @@ TEST(TeamAccountsTest, AWorkersTotalsSurviveItsRestarts) {
   EXPECT_DOUBLE_EQ(*p.energy_joules, 55);
 }
 
+// Joules no worker's figures hold (counted by a coordinator placed anew's
+// predecessor) stay in the job's, and through its checkpoint.
+TEST(TeamAccountsTest, EnergyCarriedFromAnEarlierCoordinatorStaysInTheJobsThroughACheckpoint) {
+  TeamAccounts team(1, 32, 6400);
+  WorkerReport r;
+  r.energy_j = 5;
+  team.Reported(0, r);
+  team.CarryEnergy(400);
+  EXPECT_DOUBLE_EQ(*team.Progress(1.0, {true}).energy_joules, 405);
+  EXPECT_DOUBLE_EQ(team.Progress(1.0, {true}).workers[0].energy_joules, 5) << "not any worker's";
+  TeamAccounts resumed(1, 32, 6400);
+  resumed.Restore(0, 0, team.Totals(), std::nullopt, 405);
+  EXPECT_DOUBLE_EQ(*resumed.Progress(1.0, {true}).energy_joules, 405);
+  EXPECT_DOUBLE_EQ(resumed.Progress(1.0, {true}).workers[0].energy_joules, 5);
+}
+
 TEST(TeamAccountsTest, LossIsSmoothedOverAboutTheLastFiftyBatchesAsAJobOfOnesIs) {
   TeamAccounts team(2, 32, 6400);
   EXPECT_EQ(team.loss(), 0) << "nothing reported";

@@ -124,7 +124,7 @@ Status Coordinator::Restore(const JobCheckpoint& c) {
   // both computed a round stepped already and both pushes were late, a batch
   // of each lost at every resume.
   ledger_.Resume(stepped);
-  accounts_.Restore(c.iteration, c.samples, c.workers, c.loss);
+  accounts_.Restore(c.iteration, c.samples, c.workers, c.loss, c.energy_joules);
   resumed_iteration_ = c.iteration;
   restored_elapsed_s_ = c.elapsed_s;
   // Each row's last step is where the restored ledger's clock has it, with
@@ -241,6 +241,7 @@ std::vector<bool> Coordinator::ActiveWorkers() const {
 JobProgress Coordinator::Progress() {
   std::lock_guard lock(mu_);
   JobProgress p = accounts_.Progress(0, ActiveWorkers());
+  job_energy_j_ = p.energy_joules.value_or(0);
   const TimePoint now = clock_.Now();
   for (WorkerProgress& w : p.workers) {
     w.downlink_mbps = MeasuredDownlinkMbps(w.rank);  // accounts give one entry per rank
@@ -366,7 +367,7 @@ std::string Coordinator::QuarantineLocked(int w) const {
   return std::to_string(refused_pushes_[w]) + " pushes refused, the last " + last_refusal_[w];
 }
 
-StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t model_clock, double job_elapsed_s) {
+StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t model_clock, double job_elapsed_s, double job_energy_j) {
   std::unique_lock lock(mu_);
   if (stopping_) return StoppingError();
   // FailedPrecondition: the worker gives up rather than ask again.
@@ -398,7 +399,7 @@ StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t model_clock, doub
   downlink_.StreamOpened(w);
   if (stream > 1) metrics_.AddRejoin(w);
   log_ << "coordinator: worker " << w << " joined at iteration " << members_.resume_after(w) << "\n";
-  takeover_.Offered(w, model_clock, job_elapsed_s);
+  takeover_.Offered(w, model_clock, job_elapsed_s, job_energy_j);
   changed_.NotifyAll();  // Start() counts who is here
   // Until the team starts, its Welcome waits; and while a worker is asked
   // for its copy of the model, whatever the team trains on from is not known.
@@ -521,6 +522,14 @@ StatusOr<WelcomeMessage> Coordinator::TakeModel(int w, uint64_t stream, const Ar
   if (!job_clock_start_ || offered_s > ToSeconds(now - *job_clock_start_)) {
     job_clock_start_ = now - FromSeconds(offered_s);
     clock_taken_over_ = true;
+  }
+  // And its energy: the freshest a worker offers, as its last coordinator
+  // said it with an update (a tick's joules short at most), where the count
+  // had begun again at the workers' joules since: a team's energy budget of
+  // 700 J spent 1,180 (a new user's trial).
+  if (const double known = accounts_.Progress(0, ActiveWorkers()).energy_joules.value_or(0);
+      takeover_.most_energy_offered() > known) {
+    accounts_.CarryEnergy(takeover_.most_energy_offered() - known);
   }
   log_ << "coordinator: training on from worker " << w << "'s copy of the model at iteration " << from
        << " (ours was at " << own << "), " << std::lround(offered_s) << " s into the job\n";
@@ -684,6 +693,7 @@ std::optional<OutgoingMessage> Coordinator::Next(int w, uint64_t stream) {
     m.transfer_seconds = accounts_.TakeTransferSeconds(w);
     m.uplink_mbps = links_[w].uplink.Mbps();
     m.downlink_mbps = DownlinkMbps(w);
+    m.job_energy_j = job_energy_j_;
     return m;
   }
 }

@@ -103,6 +103,7 @@ struct UpdateMessage {
   double transfer_seconds = 0;  // how long our earlier messages took on its downlink
   double uplink_mbps = 0;       // its uplink, as its pushes arrive here; 0: not yet
   double downlink_mbps = 0;     // what sizes the update's parts
+  double job_energy_j = 0;      // the job's modelled energy, as last counted
 };
 struct StopMessage {
   std::string reason;
@@ -158,7 +159,7 @@ class Coordinator final : public TrainingEngine {
     WelcomeMessage welcome;
     bool send_model = false;
   };
-  StatusOr<Joined> Join(int w, int64_t model_clock = 0, double job_elapsed_s = 0);
+  StatusOr<Joined> Join(int w, int64_t model_clock = 0, double job_elapsed_s = 0, double job_energy_j = 0);
   // The copy Join asked `w` for: the team trains on from it. An error (a row
   // missing, twice, of another length or not finite) passes `w` over, and the
   // next worker furthest along is asked, or the coordinator keeps its own; the
@@ -285,6 +286,7 @@ class Coordinator final : public TrainingEngine {
   std::optional<TimePoint> job_clock_start_;  // set once the team starts
   // The epochs budget's samples, and the iteration past which they end a tick (EndTicksAtSamples).
   std::optional<std::pair<int64_t, int64_t>> end_ticks_at_;
+  double job_energy_j_ = 0;  // the job's modelled energy as Progress last counted it, for the updates
   std::optional<TimePoint> team_started_;     // this run's team, when it started
   // When each worker's first Hello came, until its first Welcome says how
   // far that was from the team's start (WelcomeMessage::waited_s).

@@ -59,6 +59,7 @@ std::vector<v1::CoordinatorMessage> ToParts(const UpdateMessage& m) {
           u->set_transfer_seconds(m.transfer_seconds);
           u->set_uplink_mbps(m.uplink_mbps);
           u->set_staleness_bound(m.staleness_bound);
+          u->set_job_energy_joules(m.job_energy_j);
         }
         return p;
       },
@@ -171,7 +172,8 @@ Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_strea
   // nothing a conversion defines (found in review).
   EDGETRAIN_ASSIGN_OR_RETURN(Coordinator::Joined joined,
                              coordinator_.Join(w, std::max<int64_t>(0, hello.model_clock()),
-                                               Measure(hello.job_elapsed_seconds(), kLongestSeconds)));
+                                               Measure(hello.job_elapsed_seconds(), kLongestSeconds),
+                                               Measure(hello.job_energy_joules(), 1e15)));
   std::atomic<bool> gone{false};
   std::shared_ptr<TraceShaper> downlink;
   {

@@ -649,9 +649,11 @@ TEST_P(RestartTest, ACoordinatorPlacedAnewTrainsOnFromItsWorkersCopyOfTheModel) 
   EXPECT_NE(log.find("sending the coordinator its copy of the model"), std::string::npos) << log;
 }
 
-// The job's count and clock go on with the model taken over: a coordinator
-// moved 8 s into a 100 s budget had trained 111 s, its iteration shown back
-// at 25 with its workers past 8,000 (a new user's trial).
+// The job's count, clock and energy go on with the model taken over: a
+// coordinator moved 8 s into a 100 s budget had trained 111 s, its iteration
+// shown back at 25 with its workers past 8,000; one moved with 482 J of a
+// 700 J budget spent began again near 0 and ended "at its budget" at 1,180
+// (new users' trials).
 TEST_P(RestartTest, ACoordinatorPlacedAnewKeepsTheJobsIterationAndClock) {
   TeamSetup setup = ATeamOf(3);
   setup.output_dir += "-clock-";
@@ -661,17 +663,21 @@ TEST_P(RestartTest, ACoordinatorPlacedAnewKeepsTheJobsIterationAndClock) {
   setup.budget = {};
   setup.budget.wall_clock = seconds(3);
   SimulatedTeam team(setup);
-  double elapsed_before = 0;
+  double elapsed_before = 0, energy_before = 0;
   int64_t iteration_before = 0;
   team.Run([&](SimulatedTeam& t) {
     ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return p.elapsed_s >= 1.0; }));
     elapsed_before = t.progress().elapsed_s;
     iteration_before = t.progress().iteration;
+    energy_before = t.progress().energy_joules.value_or(0);
     t.RestartCoordinator(std::nullopt);
     ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return p.iteration > 0; }));
     const JobProgress after = t.progress();
     EXPECT_GE(after.iteration, iteration_before - setup.staleness_bound - 2) << "counted again from 0";
     EXPECT_GE(after.elapsed_s, elapsed_before) << "the job's clock started over";
+    ASSERT_GT(energy_before, 0);
+    // As the workers last heard it, an update's joules short at most.
+    EXPECT_GE(after.energy_joules.value_or(0), 0.9 * energy_before) << "the job's energy started over";
   });
   ExpectSound(team, setup.staleness_bound);
   const JobProgress& p = *team.result();

@@ -135,6 +135,7 @@ class WorkerRun {
           hello.mutable_hello()->set_model_clock(copy_.LeastClock());
           hello.mutable_hello()->set_job_elapsed_seconds(job_elapsed_at_welcome_s_ +
                                                          ToSeconds(clock_.Now() - welcomed_at_));
+          hello.mutable_hello()->set_job_energy_joules(job_energy_heard_j_);
         }
       }
       const TimePoint hello_sent = clock_.Now();
@@ -321,6 +322,7 @@ class WorkerRun {
           downlink_meter_.Begin(arrived);
           if (update.uplink_mbps() > 0) measured_uplink_mbps_ = update.uplink_mbps();
           bound_ = update.staleness_bound();  // 0 while it is the only one active
+          if (update.job_energy_joules() > 0) job_energy_heard_j_ = update.job_energy_joules();
         } else {
           downlink_meter_.Continue(arrived, static_cast<int64_t>(message->ByteSizeLong()));
         }
@@ -822,6 +824,9 @@ class WorkerRun {
   // what a Hello offers a coordinator placed anew with this copy of the model.
   double job_elapsed_at_welcome_s_ = 0;
   TimePoint welcomed_at_{};
+  // The job's energy as the coordinator last said it with an update; guarded
+  // by mu_. Offered to a coordinator placed anew with the model's copy.
+  double job_energy_heard_j_ = 0;
   int64_t pushed_iteration_ = 0;
   int64_t samples_since_push_ = 0;
   double loss_sum_ = 0;
