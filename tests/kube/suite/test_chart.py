@@ -446,6 +446,19 @@ class Rendering(unittest.TestCase):
         self.assertEqual(one(given, "Deployment")["spec"]["template"]["spec"]["affinity"], {"nodeAffinity": {}},
                          "a value given replaces it whole")
 
+    def test_the_operator_leaves_a_lost_node_sooner_than_kubernetes_default(self):
+        # One replica on a node that died left the jobs unmanaged for 5 minutes, their
+        # status saying all was well (a new user's trial): it is evicted after 30 s.
+        def tolerations(*args):
+            return one(self.helm.template(*args), "Deployment")["spec"]["template"]["spec"].get("tolerations", [])
+        lost = {t["key"]: t for t in tolerations() if t.get("effect") == "NoExecute"}
+        self.assertEqual(sorted(lost), ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"])
+        self.assertEqual({t["tolerationSeconds"] for t in lost.values()}, {30})
+        self.assertEqual(tolerations("--set", "operator.nodeLossTolerationSeconds=0"), [], "Kubernetes' own")
+        given = tolerations("-f", self.values_file("operator:\n  tolerations:\n    - {key: robots, operator: Exists}\n"))
+        self.assertEqual(given[0], {"key": "robots", "operator": "Exists"})
+        self.assertEqual(len(given), 3, "the user's beside the chart's")
+
     def test_values_yaml_documents_every_key_and_the_schema_knows_each(self):
         with open(os.path.join(CHART, "values.yaml")) as f:
             lines = f.read().splitlines()
