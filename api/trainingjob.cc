@@ -82,6 +82,18 @@ void CheckResources(const Json& spec, std::vector<FieldError>& errors) {
       const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
       const std::string path = std::string("spec.template.resources.") + kind + "." + name;
       StatusOr<int64_t> amount = ParseQuantityMillis(text);
+      // A name the Pod API does not take: unqualified names are its own. A
+      // typo (cpux) was placed and its pods made, which a cluster's API
+      // server refuses, the gang never starting (a new user's trial).
+      static const std::vector<std::string> kPodResources = {"cpu", "memory", "ephemeral-storage"};
+      if (!IsExtendedResource(name) && name.rfind("hugepages-", 0) != 0 &&
+          std::find(kPodResources.begin(), kPodResources.end(), name) == kPodResources.end()) {
+        const std::string nearest = Nearest(name, kPodResources);
+        errors.push_back({path, "not a resource a pod asks for: cpu, memory, ephemeral-storage, hugepages-<size>, or "
+                                "an extended resource by its qualified name, such as nvidia.com/gpu" +
+                                    (nearest.empty() ? std::string() : " (did you mean \"" + nearest + "\"?)")});
+        continue;
+      }
       if (!amount.ok()) {
         errors.push_back({path, amount.status().message()});
       } else if (IsExtendedResource(name) && *amount % 1000 != 0) {

@@ -219,6 +219,11 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
        "spec.template.resources.requests.memory: quantity \"1e30\""},
       {With(R"({"spec": {"template": {"resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1500m"}}}}})"),
        "spec.template.resources.requests.cpu: must be no more than its limit, 1500m (got 2)"},
+      // A name the Pod API does not take (a typo, placed and its pods made, where a cluster refuses them).
+      {With(R"({"spec": {"template": {"resources": {"requests": {"cpu": "500m", "cpux": 1}}}}})"),
+       "spec.template.resources.requests.cpux: not a resource a pod asks for: cpu, memory, ephemeral-storage, "
+       "hugepages-<size>, or an extended resource by its qualified name, such as nvidia.com/gpu (did you mean "
+       "\"cpu\"?)"},
       // Extended resources as the Pod API takes them: whole, never overcommitted.
       {With(R"({"spec": {"template": {"resources": {"requests": {"nvidia.com/gpu": 1}}}}})"),
        "spec.template.resources.requests.nvidia.com/gpu: needs limits.nvidia.com/gpu too, equal to it"},
