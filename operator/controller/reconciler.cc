@@ -212,8 +212,12 @@ void Reconciler::SayIfSpecNotApplied(Pass& pass, bool suspending) {
   const std::string message =
       ended ? "spec changed (generation " + std::to_string(pass.generation) + ") after the job ended: an ended job "
                   "does not train again" + applies + "; to train it again, delete it and apply it anew"
-            : "spec changed (generation " + std::to_string(pass.generation) +
-                  ") while the job runs: it keeps the spec it was placed with until it is placed again" + applies +
+            : "spec changed (generation " + std::to_string(pass.generation) + ") while " +
+                  // A gang still being placed has not run: "while the job
+                  // runs" was said of one whose pods could not pull their
+                  // image (a new user's trial).
+                  (current == phase::kPlacing ? std::string("its team is being placed") : "the job runs") +
+                  ": it keeps the spec it was placed with until it is placed again" + applies +
                   "; to apply the change now, suspend and resume it (spec.suspend), or delete it and apply it again";
   events_.Record(pass.object, "Warning", reason::kSpecNotApplied, message);
   log_.Job(pass.key, reason::kSpecNotApplied, message);

@@ -475,13 +475,20 @@ Status Reconciler::AwaitGang(Pass& pass, Team& team) {
   if (waited >= timeout) {
     const int64_t timeouts = pass.status.value("gangTimeouts", int64_t{0}) + 1;
     pass.status["gangTimeouts"] = timeouts;
+    // A spec changed since the gang was placed is placed again at once (the
+    // pass after the teardown): the event said "in 40s" of a gang placed
+    // again 15 ms later (a new user's trial, the image mended mid-placement).
+    const Json* placed = FindCondition(pass.stored_status, condition::kPlaced);
+    const bool changed = placed && placed->value("observedGeneration", pass.generation) != pass.generation;
+    const std::string again =
+        changed ? "now, its spec having changed since it was placed"
+                : "in " + FormatDuration(GangBackOff(timeout, timeouts)) + " (timed out " + std::to_string(timeouts) +
+                      (timeouts == 1 ? " time" : " times in a row") + ")";
     // Why the others waited, in the kubelet's words: the event said only
     // "0/4 pods running" of an image that could not be pulled.
     return TearDownGang(pass, reason::kGangTimeout,
                         StartingMessage(gang) + " after spec.placement.gangTimeout (" + FormatDuration(timeout) +
-                            "): torn down, holding nothing, to be placed again in " +
-                            FormatDuration(GangBackOff(timeout, timeouts)) + " (timed out " +
-                            std::to_string(timeouts) + (timeouts == 1 ? " time" : " times in a row") + ")");
+                            "): torn down, holding nothing, to be placed again " + again);
   }
   // A pod of the plan deleted by someone is made again, on its node. One the
   // API server refuses (a quota filled part-way) is said, and the gang's

@@ -2343,6 +2343,10 @@ TEST_F(ReconcilerTest, ASpecMendedWhileItsGangStartedIsPlacedAtOnceAfterItTimesO
   pods_.Replace(api_.All(kube::kPods));
   ASSERT_EQ(FindCondition(Job("team")["status"], api::condition::kPlaced)->value("reason", ""),
             api::reason::kGangTimeout);
+  // Said as it is: it said "to be placed again in 1m" of a gang placed again at once.
+  const std::string said = FindCondition(Job("team")["status"], api::condition::kPlaced)->value("message", "");
+  EXPECT_NE(said.find("to be placed again now, its spec having changed since it was placed"), std::string::npos)
+      << said;
   now_ += std::chrono::seconds(1);
   EXPECT_EQ(Reconcile(key).placement, "placed") << "not after the back-off";
   EXPECT_FALSE(Job("team")["status"].contains("gangTimeouts")) << "the mended spec starts a new row";
