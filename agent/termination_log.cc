@@ -59,7 +59,26 @@ std::string FitTerminationMessage(const std::string& result) {
   // Not ours to shorten; a reader would not parse it whole or cut either.
   if (!j.is_object()) return result.substr(0, kTerminationMessageLimit);
   auto fits = [&] { return ResultJson(j).size() <= kTerminationMessageLimit; };
-  if (j.contains("workers")) {
+  if (j.contains("workers") && j["workers"].is_array()) {
+    // First each worker's figures the operator's status takes of it
+    // (operator/controller/job_status.cc), the rest left out: 12 workers
+    // were all left out of a result of 609 bytes left, and the status took
+    // theirs from an older read, which no longer added up to the job's
+    // samples (a new user's trial).
+    static const char* const kKept[] = {"rank",          "samples", "injectedSamples", "batchSize",
+                                        "bandwidthMbps", "stallFraction", "quarantined", "silentSeconds",
+                                        "active",        "holdingTeam", "stream"};
+    nlohmann::json kept = nlohmann::json::array();
+    for (const nlohmann::json& w : j["workers"]) {
+      nlohmann::json k = nlohmann::json::object();
+      for (const char* key : kKept) {
+        if (w.is_object() && w.contains(key)) k[key] = w[key];
+      }
+      kept.push_back(std::move(k));
+    }
+    nlohmann::json compact = j;
+    compact["workers"] = std::move(kept);
+    if (ResultJson(compact).size() <= kTerminationMessageLimit) return ResultJson(compact);
     j["workersOmitted"] = j["workers"].size();
     j.erase("workers");
     if (fits()) return ResultJson(j);
