@@ -455,7 +455,8 @@ class Rendering(unittest.TestCase):
         self.assertEqual(sorted(lost), ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"])
         self.assertEqual({t["tolerationSeconds"] for t in lost.values()}, {30})
         self.assertEqual(tolerations("--set", "operator.nodeLossTolerationSeconds=0"), [], "Kubernetes' own")
-        given = tolerations("-f", self.values_file("operator:\n  tolerations:\n    - {key: robots, operator: Exists}\n"))
+        robots = "operator:\n  tolerations:\n    - {key: robots, operator: Exists}\n"
+        given = tolerations("-f", self.values_file(robots))
         self.assertEqual(given[0], {"key": "robots", "operator": "Exists"})
         self.assertEqual(len(given), 3, "the user's beside the chart's")
 
