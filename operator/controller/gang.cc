@@ -186,6 +186,7 @@ Gang ObserveGang(const std::vector<Json>& pods, const std::vector<std::string>& 
       ++gang.running;
       if (phase == "Running") {
         if (std::string why = WaitingFor(*pod); !why.empty()) gang.restarting.push_back(name + ": " + why);
+        if (const Json* agent = AgentStatus(*pod); agent && !agent->value("ready", false)) ++gang.not_ready;
       }
     } else if (std::string why = WaitingFor(*pod); !why.empty()) {
       gang.held.push_back(name + ": " + why);

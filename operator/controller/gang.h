@@ -29,6 +29,10 @@ struct Gang {
   int expected = 0;  // pods the plan has: the coordinator and one per worker
   int present = 0;   // of the plan's generation, not being deleted
   int running = 0;
+  // Of those running, agents the kubelet's probe of /healthz has not found
+  // ready yet (a team of 53 agents on 2 cores read "every agent runs" with
+  // every pod 0/1 ready: a new user's trial).
+  int not_ready = 0;
   std::vector<std::string> missing;  // pods of the plan with no object
   std::vector<std::string> stale;    // the job's pods the plan does not name: to delete
   // Why pods of the gang that are not running wait, where the kubelet says

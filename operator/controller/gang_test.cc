@@ -12,6 +12,18 @@ using testing::APod;
 
 const std::vector<std::string> kTeam = {"team-coordinator", "team-worker-0", "team-worker-1"};
 
+// Running is not ready: a team of 53 agents on 2 cores read "every agent
+// runs" with every pod 0/1 ready (a new user's trial).
+TEST(GangTest, AgentsRunningButNotReadyAreCounted) {
+  const std::vector<Json> pods = {APod("team-coordinator").OfJob("team").Coordinator().Running(),
+                                  APod("team-worker-0").OfJob("team").Worker(0).Running().NotReady(),
+                                  APod("team-worker-1").OfJob("team").Worker(1).Running().NotReady()};
+  const Gang gang = ObserveGang(pods, kTeam, GangRules{5, ""});
+  EXPECT_EQ(gang.state, GangState::kRunning);
+  EXPECT_EQ(gang.running, 3);
+  EXPECT_EQ(gang.not_ready, 2);
+}
+
 TEST(GangTest, TheGangIsWhatItsPodsShow) {
   const Json succeeded = {{"state", "succeeded"}, {"reachedTarget", true}, {"accuracy", 0.91}};
   struct Case {

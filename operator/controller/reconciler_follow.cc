@@ -604,11 +604,16 @@ Status Reconciler::FollowTraining(Pass& pass, Team& team) {
   // trial).
   const bool never_read = progress.empty() && !pass.stored_status.contains("progress");
   if (gang.restarting.empty() && (team_waiting || never_read) && !plan.workers.empty()) {
+    const std::string runs =
+        gang.not_ready == 0 ? "every agent runs"
+                            : "every agent runs, " + std::to_string(gang.not_ready) + " of them not ready yet (" +
+                                  (gang.not_ready == 1 ? "its" : "their") +
+                                  " /healthz not answering the kubelet's probe)";
     pass.Set(condition::kRunning, true, reason::kWaitingForTeam,
-             team_waiting ? "every agent runs; the coordinator waits for its workers to connect before the team "
-                            "starts (up to spec.faultTolerance.nodeLossGrace after the first; a worker that cannot "
-                            "reach it says why in its log)"
-                          : "every agent runs; the coordinator has not said yet that its team has started");
+             team_waiting ? runs + "; the coordinator waits for its workers to connect before the team "
+                                   "starts (up to spec.faultTolerance.nodeLossGrace after the first; a worker that "
+                                   "cannot reach it says why in its log)"
+                          : runs + "; the coordinator has not said yet that its team has started");
   }
   // The gang's pods: not a replaced worker's old pod, still Terminating on
   // a node gone silent, which would be listed with its replacement's

@@ -95,7 +95,13 @@ class APod {
   APod& Running(const std::string& ip = "10.0.0.9") {
     json_["status"] = {{"phase", "Running"},
                        {"podIP", ip},
-                       {"containerStatuses", {{{"name", "agent"}, {"restartCount", 0}, {"state", {{"running", Json::object()}}}}}}};
+                       {"containerStatuses", {{{"name", "agent"}, {"restartCount", 0}, {"ready", true},
+                                               {"state", {{"running", Json::object()}}}}}}};
+    return *this;
+  }
+  // Running, its readiness probe not passed yet.
+  APod& NotReady() {
+    json_["status"]["containerStatuses"][0]["ready"] = false;
     return *this;
   }
   // Ended with `exit_code` and the agent's result as its termination message.
