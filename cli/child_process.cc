@@ -16,19 +16,18 @@
 #include <string>
 
 namespace edgetrain::cli {
-namespace {
 
-// Milliseconds from now to `deadline` for poll(2): never negative.
 int MillisUntil(const Clock& clock, TimePoint deadline) {
   const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - clock.Now());
   return static_cast<int>(std::clamp<int64_t>(left.count(), 0, std::numeric_limits<int>::max()));
 }
 
-// A deadline `d` from now that does not overflow for "forever".
 TimePoint After(const Clock& clock, Duration d) {
   const TimePoint now = clock.Now();
   return d >= TimePoint::max() - now ? TimePoint::max() : now + d;
 }
+
+namespace {
 
 int DecodeWaitStatus(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);

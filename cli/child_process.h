@@ -19,6 +19,11 @@
 
 namespace edgetrain::cli {
 
+// Milliseconds from now to `deadline` for poll(2): never negative.
+int MillisUntil(const Clock& clock, TimePoint deadline);
+// A deadline `d` from now that does not overflow for "forever".
+TimePoint After(const Clock& clock, Duration d);
+
 // A started process as the runner watches it: ChildProcess is the real one;
 // tests script others on a simulated clock.
 class WatchedProcess {

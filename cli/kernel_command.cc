@@ -11,18 +11,11 @@
 #include <chrono>
 #include <cstring>
 
+#include "cli/child_process.h"
 #include "core/duration_text.h"
 
 namespace edgetrain::cli {
 namespace {
-
-using SteadyClock = std::chrono::steady_clock;
-
-// Milliseconds to `deadline` for poll(2): never negative, at most a day.
-int MillisUntil(SteadyClock::time_point deadline) {
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - SteadyClock::now());
-  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 24 * 3600 * 1000));
-}
 
 std::string Joined(const std::vector<std::string>& argv) {
   std::string command;
@@ -39,8 +32,8 @@ std::string Joined(const std::vector<std::string>& argv) {
 // failed), an `ip netns del` on its way out, a namespace left behind. Out of
 // the signal's reach, it is the time limit that ends one that hangs.
 Status RunKernelCommand(const std::vector<std::string>& argv, Duration timeout, const std::string& limit_flag) {
-  const SteadyClock::time_point deadline =
-      SteadyClock::now() + std::min<Duration>(timeout, std::chrono::hours(24 * 365));
+  RealClock clock;
+  const TimePoint deadline = After(clock, timeout);
   int err[2];
   if (::pipe2(err, O_CLOEXEC) != 0) return InternalError("pipe failed");
   std::vector<char*> args;
@@ -73,7 +66,7 @@ Status RunKernelCommand(const std::vector<std::string>& argv, Duration timeout, 
   // waited out, not taken for the command's end.
   for (;;) {
     pollfd p{err[0], POLLIN, 0};
-    const int ready = ::poll(&p, 1, MillisUntil(deadline));
+    const int ready = ::poll(&p, 1, MillisUntil(clock, deadline));
     if (ready < 0 && errno == EINTR) continue;
     if (ready == 0) {
       timed_out = true;
@@ -98,12 +91,12 @@ Status RunKernelCommand(const std::vector<std::string>& argv, Duration timeout, 
     }
     // Its stderr closed and it still running: its exit is moments away, or it
     // closed its stderr and hangs.
-    if (SteadyClock::now() >= deadline) {
+    if (clock.Now() >= deadline) {
       timed_out = true;
       ::kill(-pid, SIGKILL);
       continue;
     }
-    ::poll(nullptr, 0, std::min(5, MillisUntil(deadline)));
+    ::poll(nullptr, 0, std::min(5, MillisUntil(clock, deadline)));
   }
   const std::string command = Joined(argv);
   if (timed_out) {
