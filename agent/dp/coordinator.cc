@@ -202,8 +202,14 @@ Status Coordinator::Advance() {
       changed_.WaitUntil(lock, wake, [&] { return rounds_->deadline() != deadline || spent(); });
     }
   } else {
+    // Woken by every push only where an epochs budget may end the tick.
     std::unique_lock lock(mu_);
-    changed_.WaitUntil(lock, tick_end, spent);
+    if (end_ticks_at_) {
+      changed_.WaitUntil(lock, tick_end, spent);
+    } else {
+      lock.unlock();
+      clock_.SleepFor(timings_.tick);
+    }
   }
   std::lock_guard lock(mu_);
   const TimePoint now = clock_.Now();
