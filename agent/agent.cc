@@ -567,13 +567,11 @@ int RunAgent(const AgentFlags& flags, std::ostream& lines, std::ostream& log, co
   // folder's stream aside, whose samples are its files'): with fewer samples
   // than workers some part is empty, and its worker crashed at its first
   // batch while the run said it had stopped after its epochs (found in review).
-  if (const int workers = spec.parallelism.workers; !plan->pipeline && workers > 1 &&
-                                                      !(spec.data.stream && spec.data.stream->directory) &&
-                                                      data->train.size() < workers) {
-    return setup_failed(InvalidArgumentError(
-        "the training set holds " + std::to_string(data->train.size()) + " sample(s), fewer than the job's " +
-        std::to_string(workers) + " workers (spec.parallelism.workers): each trains on a part of its own, of one "
-        "sample at least; ask for at most " + std::to_string(data->train.size())));
+  if (const std::string short_of = TeamShortOfSamples(data->train.size(), spec.parallelism.workers);
+      !plan->pipeline && !(spec.data.stream && spec.data.stream->directory) && !short_of.empty()) {
+    return setup_failed(InvalidArgumentError(short_of + " (spec.parallelism.workers): each trains on a part of its "
+                                             "own, of one sample at least; ask for at most " +
+                                             std::to_string(data->train.size())));
   }
   // A stage builds its own layers only: the whole model may not fit its device.
   std::unique_ptr<Trainer> whole;

@@ -192,10 +192,14 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
   }
   // What the run refuses, said here too: the table showed a worker of 0
   // samples and the command exited 0 (a new user's trial).
-  if (!folders && job.spec.parallelism.mode != ParallelismMode::kPipeline &&
-      static_cast<int64_t>(labels.size()) < job.spec.parallelism.workers) {
-    out << "warning: the training set holds " << labels.size() << " sample(s), fewer than the job's "
-        << job.spec.parallelism.workers << " workers: edgetrain run refuses a team of more workers than samples\n";
+  // The same test as the run's (core/partition.h), of a job that may run as
+  // a team: a pipeline or hybrid never does, an auto job where it keeps data
+  // parallelism (a hybrid had been warned of, which run never refuses).
+  const ParallelismMode mode = job.spec.parallelism.mode;
+  const std::string short_of = TeamShortOfSamples(static_cast<int64_t>(labels.size()), job.spec.parallelism.workers);
+  if (!folders && (mode == ParallelismMode::kDataParallel || mode == ParallelismMode::kAuto) && !short_of.empty()) {
+    out << "warning: " << short_of << ": edgetrain run refuses a team of more workers than samples"
+        << (mode == ParallelismMode::kAuto ? " (where auto keeps data parallelism)" : "") << "\n";
   }
   if (!unseen.empty()) {
     out << "no worker sees " << (unseen.size() == 1 ? "label" : "labels");

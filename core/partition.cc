@@ -98,6 +98,12 @@ std::vector<int64_t> LabelHistogram(std::span<const int64_t> part, std::span<con
   return counts;
 }
 
+std::string TeamShortOfSamples(int64_t samples, int workers) {
+  if (workers <= 1 || samples >= workers) return "";
+  return "the training set holds " + std::to_string(samples) + " sample(s), fewer than the job's " +
+         std::to_string(workers) + " workers";
+}
+
 std::string LabelsWithoutSamplesWarning(std::span<const int64_t> labels, int classes) {
   if (classes <= 0 || labels.empty()) return "";
   std::vector<bool> seen(static_cast<size_t>(classes), false);

@@ -46,6 +46,13 @@ std::string SmallPartsWarning(const std::vector<std::vector<int64_t>>& parts, co
 // where a partition's unseen labels were warned of.
 std::string LabelsWithoutSamplesWarning(std::span<const int64_t> labels, int classes);
 
+// Why a data-parallel team of `workers` cannot train on `samples` training
+// samples, each worker's part holding one at least; empty when it can (or
+// for one worker). A pipeline's devices share every batch, and a folder's
+// stream has no fixed set: neither is asked. Said by the agent that refuses
+// such a team and by `edgetrain partition` alike.
+std::string TeamShortOfSamples(int64_t samples, int workers);
+
 // How many samples of each label a part holds: [label] -> count.
 std::vector<int64_t> LabelHistogram(std::span<const int64_t> part, std::span<const int64_t> labels, int classes);
 

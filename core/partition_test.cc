@@ -183,6 +183,13 @@ TEST(PartitionTest, SkewedPartsSmallerThanABatchAreWarnedOf) {
   EXPECT_EQ(SmallPartsWarning(PartitionSamples(labels, 10, 20, iid, 1), iid, 32), "") << "said before the run";
 }
 
+// The run's refusal and partition's warning alike: a part of one sample at least a worker.
+TEST(PartitionTest, ATeamOfMoreWorkersThanSamplesIsShortOfThem) {
+  EXPECT_EQ(TeamShortOfSamples(2, 3), "the training set holds 2 sample(s), fewer than the job's 3 workers");
+  EXPECT_EQ(TeamShortOfSamples(3, 3), "");
+  EXPECT_EQ(TeamShortOfSamples(0, 1), "") << "one worker trains on the whole set, whatever it holds";
+}
+
 TEST(PartitionTest, LabelsTheTrainingSetHoldsNoSampleOfAreWarnedOf) {
   EXPECT_EQ(LabelsWithoutSamplesWarning(Labels(4, 3), 3), "");
   EXPECT_EQ(LabelsWithoutSamplesWarning(Labels(4, 2), 3),
