@@ -322,6 +322,7 @@ Status PipelineHead::Start(const std::atomic<bool>& cancel) {
               << "neighbour: training on from the head's\n";
       }
     }
+    started_step_ = step_;
   }
   // Each stage's slice of the checkpoint, when the job resumes: parameters
   // and optimizer state in the order of its tensors, one row a tensor; also

@@ -507,6 +507,10 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   std::optional<Status> module_failed_;
   bool welcomed_ = false;  // Start has welcomed the stages: a device lost after waits to be let go of
   TimePoint job_clock_start_{};  // when the job's training clock read 0, as Start found it
+  // The step this run began at (a resumed one's checkpoint's, or the
+  // stages' taken over): the head holds that step's model until it fetches
+  // the stages' state.
+  int64_t started_step_ = 0;
   bool taken_over_ = false;      // Start trained on from the stages' state, and their clock
   std::vector<int> rejoin_after_rebuild_;  // Start's: devices here of a stage it rebuilt, which rejoin after
   // Replica parts on their way to the devices that keep them, sent by a

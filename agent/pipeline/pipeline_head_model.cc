@@ -280,12 +280,17 @@ Status PipelineHead::Finish(FinalModel final) {
     std::copy(fetched_->parameters.begin(), fetched_->parameters.end(), model_.Parameters().begin());
     state = *fetched_;
   } else if (!state.ok()) {
-    Log() << "pipeline: the stages' state was never fetched, and the final model is the one the head started "
-          << "from: " << state.status().message() << "\n";
-    // Steps trained and none of them had: the job fails, rather than save
-    // and evaluate the model it began with as though trained (a pipeline of
-    // a tied module did, exit 0: a new user's trial).
-    if (welcomed && step_ > 0) {
+    // Steps trained in this run and none of them had (or the stages' state
+    // taken over, which the head never held): the job fails, rather than
+    // save and evaluate the model it began with as though trained (a
+    // pipeline of a tied module did, exit 0: a new user's trial). A resumed
+    // run that lost a device before its first step holds its checkpoint's
+    // model, which is the job's (found in review: it had failed too).
+    const bool stale = welcomed && (step_ > started_step_ || taken_over_);
+    if (!stale) {
+      Log() << "pipeline: the stages' state was never fetched, and the final model is the one the head started "
+            << "from: " << state.status().message() << "\n";
+    } else {
       failed = InternalError("the stages' state after " + std::to_string(step_) +
                              " steps could not be had, and the head holds only the model it began with: " +
                              state.status().message());
