@@ -266,8 +266,11 @@ std::optional<PipelineCost> PipelineCostModel::Plan(std::span<const PipelineStag
 }
 
 std::vector<int> MicroBatchCounts(const PipelineProblem& problem) {
-  std::vector<int> counts;
-  for (int m = 1; m <= std::min(problem.batch_size, problem.max_micro_batches); ++m) {
+  // One at least, whatever the limit: the planner takes the best of these,
+  // and of none it dereferenced nothing (a plan's maxMicroBatches of 0,
+  // refused since as the plan is read, had reached it).
+  std::vector<int> counts = {1};
+  for (int m = 2; m <= std::min(problem.batch_size, problem.max_micro_batches); ++m) {
     if (problem.batch_size % m == 0) counts.push_back(m);
   }
   return counts;

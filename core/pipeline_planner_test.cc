@@ -212,6 +212,16 @@ TEST(PipelinePlannerTest, OneDeviceIsOneStageWithTheWholeBatch) {
   EXPECT_NEAR(verdict->plan.cost.step_s, 32 * work, 1e-12);
 }
 
+// A limit of micro-batches below one still plans steps of one: the best of no
+// counts had been dereferenced.
+TEST(PipelinePlannerTest, ALimitOfMicroBatchesBelowOnePlansStepsOfOne) {
+  PipelineProblem p = Uneven();
+  p.max_micro_batches = 0;
+  const auto verdict = PlanPipeline(p);
+  ASSERT_TRUE(verdict.ok()) << verdict.status().ToString();
+  EXPECT_EQ(verdict->plan.micro_batches, 1);
+}
+
 TEST(PipelinePlannerTest, MemoryThatHoldsNoPlanIsSaidWithTheDeviceShort) {
   PipelineProblem p = Uneven();
   for (auto& d : p.devices) d.memory_bytes = 1000;
