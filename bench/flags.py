@@ -18,6 +18,18 @@ def finite_float(text):
     return value
 
 
+def c_int_seed(text):
+    """A seed the tests read as a C int: one beyond it ran as another seed,
+    reported as the one given (a reader's check)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if not 0 <= value <= 2**31 - 1:
+        raise argparse.ArgumentTypeError(f"must be from 0 to {2**31 - 1}, not {value}")
+    return value
+
+
 def require_programs(parser, folder, programs, flag):
     """Each of `programs` in `folder`, or the parser's refusal naming the one
     missing and `flag`, which gives another (--build a build folder, --bin
