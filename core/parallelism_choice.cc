@@ -138,6 +138,11 @@ std::string HowChosen(const ParallelismChoice& choice) {
   }
   if (choice.asked == ParallelismMode::kAuto) return "auto picks " + std::string(NameOf(choice.chosen));
   std::string said = std::string(NameOf(choice.asked)) + " as asked";
+  // Asked for a split, the planner may still find one device fastest: said
+  // so, not "pipeline as asked" alone of a plan that splits nothing.
+  if (stages.size() == 1 && stages[0].devices.size() == 1) {
+    return said + " (planned as one device: the whole model as one stage)";
+  }
   if (choice.plan_mode != choice.asked) said += " (planned as " + std::string(NameOf(choice.plan_mode)) + ")";
   return said;
 }

@@ -106,9 +106,15 @@ TEST(ParallelismChoiceTest, HowChosenNamesThePlanByItsShape) {
   EXPECT_EQ(HowChosen(choice), "auto picks one device (the whole model as one stage)") << "nothing split";
   choice.asked = ParallelismMode::kHybrid;
   choice.plan_mode = ParallelismMode::kHybrid;
+  choice.planned.plan.stages = {{0, 3, {0, 1}}, {3, 6, {2}}};
   EXPECT_EQ(HowChosen(choice), "hybrid as asked");
   choice.plan_mode = ParallelismMode::kPipeline;  // one device a stage
+  choice.planned.plan.stages = {{0, 3, {0}}, {3, 6, {1}}};
   EXPECT_EQ(HowChosen(choice), "hybrid as asked (planned as pipeline)");
+  // Asked for a split, planned on one device: not "as asked" alone.
+  choice.asked = ParallelismMode::kPipeline;
+  choice.planned.plan.stages = {{0, 6, {1}}};
+  EXPECT_EQ(HowChosen(choice), "pipeline as asked (planned as one device: the whole model as one stage)");
 }
 
 TEST(ParallelismChoiceTest, DataParallelIsNotThePlannersAndMemoryMayHoldNoPlan) {
