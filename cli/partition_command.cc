@@ -142,6 +142,20 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
            "the parts below are what a data-parallel team of its workers would train on";
   }
 
+  // What the run refuses, said here too: the table showed a worker of 0
+  // samples and the command exited 0 (a new user's trial); --json too, whose
+  // readers had no word of it.
+  // The same test as the run's (core/partition.h), of a job that may run as
+  // a team: a pipeline or hybrid never does, an auto job where it keeps data
+  // parallelism (a hybrid had been warned of, which run never refuses).
+  const ParallelismMode mode = job.spec.parallelism.mode;
+  const std::string short_of = TeamShortOfSamples(static_cast<int64_t>(labels.size()), job.spec.parallelism.workers);
+  std::string warning;
+  if (!folders && (mode == ParallelismMode::kDataParallel || mode == ParallelismMode::kAuto) && !short_of.empty()) {
+    warning = short_of + ": edgetrain run refuses a team of more workers than samples" +
+              (mode == ParallelismMode::kAuto ? " (where auto keeps data parallelism)" : "");
+  }
+
   if (json) {
     nlohmann::json doc = {{"job", job.name},
                           {"dataset", DescribeData(job.spec.data)},
@@ -157,6 +171,7 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
     }
     if (!injected.empty()) doc["injectedLabels"] = injected;
     if (!note.empty()) doc["note"] = note;
+    if (!warning.empty()) doc["warning"] = warning;
     out << doc.dump() << "\n";
     return kExitOk;
   }
@@ -190,17 +205,7 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
     for (size_t i = 0; i < absent.size(); ++i) out << (i ? ", " : " ") << absent[i];
     out << ": the model never learns " << (absent.size() == 1 ? "it" : "them") << "\n";
   }
-  // What the run refuses, said here too: the table showed a worker of 0
-  // samples and the command exited 0 (a new user's trial).
-  // The same test as the run's (core/partition.h), of a job that may run as
-  // a team: a pipeline or hybrid never does, an auto job where it keeps data
-  // parallelism (a hybrid had been warned of, which run never refuses).
-  const ParallelismMode mode = job.spec.parallelism.mode;
-  const std::string short_of = TeamShortOfSamples(static_cast<int64_t>(labels.size()), job.spec.parallelism.workers);
-  if (!folders && (mode == ParallelismMode::kDataParallel || mode == ParallelismMode::kAuto) && !short_of.empty()) {
-    out << "warning: " << short_of << ": edgetrain run refuses a team of more workers than samples"
-        << (mode == ParallelismMode::kAuto ? " (where auto keeps data parallelism)" : "") << "\n";
-  }
+  if (!warning.empty()) out << "warning: " << warning << "\n";
   if (!unseen.empty()) {
     out << "no worker sees " << (unseen.size() == 1 ? "label" : "labels");
     for (size_t i = 0; i < unseen.size(); ++i) out << (i ? ", " : " ") << unseen[i];

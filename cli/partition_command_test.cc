@@ -198,6 +198,13 @@ TEST_F(PartitionCommandTest, MoreWorkersThanSamplesAreWarnedOf) {
                             "run refuses a team of more workers than samples\n"),
             std::string::npos)
       << text.str();
+  // And --json, whose readers had no word of it.
+  std::ostringstream json;
+  ASSERT_EQ(PrintPartition(path.string(), true, json, err), 0) << err.str();
+  EXPECT_EQ(nlohmann::json::parse(json.str()).value("warning", ""),
+            "the training set holds 2 sample(s), fewer than the job's 3 workers: edgetrain run refuses a team of more "
+            "workers than samples")
+      << json.str();
 }
 
 // A file of a stream's folder larger than a worker's buffer, which loses rows
