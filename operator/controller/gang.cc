@@ -4,7 +4,9 @@
 #include <map>
 
 #include "api/job_conditions.h"
+#include "core/duration_text.h"
 #include "operator/controller/job_labels.h"
+#include "operator/controller/job_status.h"
 
 namespace edgetrain::operator_ {
 namespace {
@@ -232,6 +234,21 @@ std::string StartingMessage(const Gang& gang) {
 
 Duration GangBackOff(Duration timeout, int64_t timeouts) {
   return timeout * (int64_t{1} << std::clamp<int64_t>(timeouts - 1, 0, 3));
+}
+
+std::optional<kube::WallTime> GangBackOffEnds(const Json& spec, const Json& status, int64_t generation) {
+  const Json* placed = FindCondition(status, api::condition::kPlaced);
+  if (!placed || placed->value("status", "") != "False" ||
+      placed->value("reason", "") != api::reason::kGangTimeout ||
+      placed->value("observedGeneration", generation) != generation) {
+    return std::nullopt;
+  }
+  const std::optional<kube::WallTime> since = kube::ParseKubeTime(placed->value("lastTransitionTime", ""));
+  if (!since) return std::nullopt;
+  const StatusOr<Duration> timeout = ParseDuration(spec.value("/placement/gangTimeout"_json_pointer, std::string("5m")));
+  const Duration backoff = GangBackOff(timeout.ok() ? *timeout : std::chrono::minutes(5),
+                                       status.value("gangTimeouts", int64_t{1}));
+  return *since + std::chrono::duration_cast<kube::WallTime::duration>(backoff);
 }
 
 }  // namespace edgetrain::operator_

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/clock.h"
+#include "operator/kube/kube_time.h"
 
 namespace edgetrain::operator_ {
 
@@ -98,5 +99,14 @@ std::string StartingMessage(const Gang& gang);
 // cannot be pulled) was placed again at once, every gangTimeout, forever (a
 // new user's trial); a cluster short of room a while gets it back in time.
 Duration GangBackOff(Duration timeout, int64_t timeouts);
+
+// When the back-off of a job (`spec`, `status`, at `generation`) whose gang
+// timed out ends: its Placed condition's transition to GangTimeout, plus
+// GangBackOff of spec.placement.gangTimeout and status.gangTimeouts. None
+// where it did not time out, where its spec changed since (placed again at
+// once), or where the transition's time cannot be read. The reconciler waits
+// it out, and the waiting line gives such a job no turn until it ends: a
+// turn it cannot take had held its room from younger jobs.
+std::optional<kube::WallTime> GangBackOffEnds(const Json& spec, const Json& status, int64_t generation);
 
 }  // namespace edgetrain::operator_

@@ -623,14 +623,11 @@ Status Reconciler::Place(Pass& pass) {
       pass.status.erase("gangTimeouts");  // a new spec starts a new row
       log_.Job(pass.key, "SpecChanged",
                "its spec changed since its gang timed out: placed again now, not after the back-off");
-    } else {
-      const Duration backoff = GangBackOff(GangTimeoutOf(pass.job), pass.status.value("gangTimeouts", int64_t{1}));
-      const Duration waited = SinceTransition(pass.status, condition::kPlaced).value_or(backoff);
-      if (waited < backoff) {
-        pass.status["phase"] = phase::kPending;
-        pass.Requeue(backoff - waited);
-        return Status::Ok();
-      }
+    } else if (const auto ends = GangBackOffEnds(pass.job.manifest.object.at("spec"), pass.status, pass.generation);
+               ends && wall_now_() < *ends) {
+      pass.status["phase"] = phase::kPending;
+      pass.Requeue(std::chrono::duration_cast<Duration>(*ends - wall_now_()));
+      return Status::Ok();
     }
   }
 

@@ -2371,6 +2371,32 @@ TEST_F(ReconcilerTest, WaitingJobsArePlacedByPriorityThenAge) {
   EXPECT_TRUE(api_.All(kube::kServices).size() == 1) << "a waiting job holds nothing";
 }
 
+// An elder waiting out the back-off of its gang's timeout holds nothing in
+// line: its turn, which it could not take until the back-off ended, had held
+// its room from a younger job that fitted only there (found in review).
+TEST_F(ReconcilerTest, AJobWaitingOutAGangTimeoutsBackOffLeavesItsRoomToYoungerJobs) {
+  AddNode(ANode("gateway").WithAllocatable("1", "1Gi"));  // room for one job of one
+  const Json one = {{"parallelism", {{"workers", 1}}}, {"placement", {{"gangTimeout", "1m"}}}};
+  const std::string old_key = Submit(TrainingJob("old", one, "2026-11-22T09:00:00Z"));
+  ASSERT_EQ(Reconcile(old_key).placement, "placed");
+  jobs_.Put(Job("old"));
+  SyncPods();  // placed, never running
+  now_ += std::chrono::minutes(1);
+  Reconcile(old_key);  // torn down: back-off of 1m
+  jobs_.Put(Job("old"));
+  pods_.Replace(api_.All(kube::kPods));
+  ASSERT_EQ(FindCondition(Job("old")["status"], api::condition::kPlaced)->value("reason", ""),
+            api::reason::kGangTimeout);
+
+  const std::string young_key = Submit(TrainingJob("young", one, "2026-11-22T09:30:00Z"));
+  EXPECT_EQ(Reconcile(young_key).placement, "placed") << "the elder holds nothing while it backs off";
+  jobs_.Put(Job("young"));
+  SyncPods();
+  now_ += std::chrono::minutes(1);  // the back-off over: the young job's pod holds the room
+  EXPECT_EQ(Reconcile(old_key).placement, "unschedulable");
+  EXPECT_EQ(PodNodes(), (std::vector<std::string>{"young-coordinator@gateway"}));
+}
+
 TEST_F(ReconcilerTest, AJobDeletedWhileItsStatusIsWrittenIsLeftAlone) {
   AddNode(ANode("gateway"));
   const std::string key = Submit(TrainingJob("brief", {{"parallelism", {{"workers", 1}}}}));
@@ -3068,6 +3094,32 @@ TEST_F(ReconcilerTest, APipelinesLayersAreTimedThenItsStagesCutOverThePlacedNode
     EXPECT_EQ(pod["spec"]["containers"][0]["args"][0], "--role=stage") << name;
   }
   EXPECT_EQ(stages, 2);
+}
+
+// A pipeline no plan of which fits the nodes placement gave it holds no turn
+// in line: it could not use that room, and had held it from a younger job
+// (found in review).
+TEST_F(ReconcilerTest, APipelineNoPlanOfWhichFitsLeavesItsRoomToYoungerJobs) {
+  AddNode(ANode("gateway").WithAllocatable("2", "8Gi"));  // room for the pipeline's team of three, and no more
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30).WithAllocatable("1", "8Gi"));
+  const std::string key = Submit(TrainingJob("piped", {{"parallelism", {{"mode", "pipeline"}}}}, "2026-11-22T09:00:00Z"));
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  // A layer of 20 GB: no device holds it.
+  SyncPods(CheckEnds(0, R"({"layers":[{"name":"fc1","forwardSeconds":2e-4,"backwardSeconds":4e-4,)"
+                        R"("parameterBytes":20000000000,"activationBytes":256},)"
+                        R"({"name":"classifier","forwardSeconds":1e-5,"backwardSeconds":2e-5,)"
+                        R"("parameterBytes":1290,"activationBytes":40}]})"));
+  Reconcile(key);
+  jobs_.Put(Job("piped"));
+  pods_.Replace(api_.All(kube::kPods));
+  EXPECT_EQ(Reconcile(key).placement, "unschedulable");
+  jobs_.Put(Job("piped"));
+  ASSERT_EQ(FindCondition(Job("piped")["status"], api::condition::kPlaced)->value("reason", ""),
+            api::reason::kNoPipelineFits);
+
+  const std::string young = Submit(TrainingJob("young", {{"parallelism", {{"workers", 1}}}}, "2026-11-22T09:30:00Z"));
+  EXPECT_EQ(Reconcile(young).placement, "placed") << "the pipeline that cannot use its turn holds nothing";
 }
 
 // A layout by hand whose layers a user's module has not (known once they

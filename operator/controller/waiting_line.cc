@@ -6,6 +6,7 @@
 
 #include "api/job_conditions.h"
 #include "api/trainingjob.h"
+#include "operator/controller/gang.h"
 #include "operator/controller/job_labels.h"
 #include "operator/controller/job_status.h"
 #include "operator/controller/model_check.h"
@@ -23,8 +24,15 @@ constexpr auto kAssumedFor = std::chrono::minutes(1);
 bool Waits(const Json& job) {
   const Json status = job.value("status", Json::object());
   const std::string p = status.value("phase", phase::kPending);
+  // A pipeline no plan of which fits the nodes placement gave it could not
+  // use its turn, and had held that room from younger jobs: it is given the
+  // room its elders leave when it looks again (--unschedulable-retry).
+  const Json* placed = FindCondition(status, condition::kPlaced);
+  const bool no_plan_fits = placed && placed->value("reason", "") == api::reason::kNoPipelineFits &&
+                            placed->value("observedGeneration", int64_t{-1}) ==
+                                job.value("/metadata/generation"_json_pointer, int64_t{0});
   // Waiting: not placed, not ended, not suspended, not invalid.
-  return p == phase::kPending && !ConditionIs(status, condition::kPlaced, true) &&
+  return p == phase::kPending && !ConditionIs(status, condition::kPlaced, true) && !no_plan_fits &&
          !ConditionIs(status, condition::kInvalid, true) && !job.value("/spec/suspend"_json_pointer, false);
 }
 
@@ -253,9 +261,17 @@ void WaitingLine::ApplyJob(const std::string& key, const Json* job) {
   w.created = job->value("/metadata/creationTimestamp"_json_pointer, std::string());
   // A TorchScript module's measured size is the status's: its step's cost.
   w.spec = job->value("spec", Json::object()).dump() + job->value("/status/modelCheck"_json_pointer, Json()).dump();
+  w.backs_off_until = GangBackOffEnds(job->value("spec", Json::object()), job->value("status", Json::object()),
+                                      job->value("/metadata/generation"_json_pointer, int64_t{0}));
   if (old != line_.end() && old->second.priority_class == w.priority_class && old->second.created == w.created &&
       old->second.spec == w.spec) {
-    return;  // only its status changed (not its module's size), and it still waits
+    // Only its status changed (not its module's size), and it still waits:
+    // the pass is made again only if its turn comes at another time.
+    if (old->second.backs_off_until != w.backs_off_until) {
+      old->second.backs_off_until = w.backs_off_until;
+      stale_ = true;
+    }
+    return;
   }
   Json manifest = *job;
   manifest.erase("status");
@@ -312,7 +328,7 @@ void WaitingLine::Compute(const Priority& priority, const MeasuredLinks& measure
   std::set<std::string> in_flight;
   for (const auto& [pod, a] : assumed_) in_flight.insert(a.job);
   for (const auto& [key, w] : line_) {
-    if (!w.request || in_flight.count(key)) continue;
+    if (!w.request || in_flight.count(key) || !TakesTurn(w, measured.now, pass)) continue;
     Turn turn;
     turn.key = key;
     turn.priority = PriorityIn(pass, w.priority_class, priority);
@@ -335,12 +351,20 @@ void WaitingLine::Compute(const Priority& priority, const MeasuredLinks& measure
   joined_.clear();
 }
 
-void WaitingLine::Extend(const Priority& priority) {
+bool WaitingLine::TakesTurn(const Waiting& w, kube::WallTime now, Pass& pass) {
+  if (!w.backs_off_until || *w.backs_off_until <= now) return true;
+  pass.fresh_until = std::min(pass.fresh_until, *w.backs_off_until);
+  return false;
+}
+
+void WaitingLine::Extend(const Priority& priority, kube::WallTime now) {
   Pass& pass = *pass_;
   std::vector<Turn> joined;
   for (const std::string& key : joined_) {
     auto w = line_.find(key);
-    if (w == line_.end() || !w->second.request || pass.turn_of.count(key)) continue;
+    if (w == line_.end() || !w->second.request || pass.turn_of.count(key) || !TakesTurn(w->second, now, pass)) {
+      continue;
+    }
     Turn turn;
     turn.key = key;
     turn.priority = PriorityIn(pass, w->second.priority_class, priority);
@@ -409,7 +433,7 @@ TeamPlacement WaitingLine::PlacementOf(const std::string& key, const TeamRequest
   if (!pass_ || stale_ || expired) {
     Compute(priority, measured);
   } else {
-    Extend(priority);
+    Extend(priority, measured.now);
   }
   Pass& pass = *pass_;
   if (auto it = pass.turn_of.find(key); it != pass.turn_of.end()) return pass.turns[it->second].placement;

@@ -100,6 +100,9 @@ class WaitingLine {
     std::string priority_class, created;
     std::string spec;  // as text: a change of spec is parsed again
     std::optional<TeamRequest> request;  // none: its spec does not parse; it takes no turn
+    // Its gang timed out: it takes no turn until its back-off ends, holding
+    // nothing meanwhile (docs/operator.md).
+    std::optional<kube::WallTime> backs_off_until;
   };
   struct Turn {
     std::string key;
@@ -129,7 +132,10 @@ class WaitingLine {
   void Compute(const Priority& priority, const MeasuredLinks& measured);
   // Adds the jobs that joined the line since the pass: placed behind it, or,
   // for one that belongs earlier, with the turns after it placed again.
-  void Extend(const Priority& priority);
+  void Extend(const Priority& priority, kube::WallTime now);
+  // Whether a job in line takes a turn in a pass made at `now`; one that
+  // does not yet makes the pass fresh only until it would.
+  static bool TakesTurn(const Waiting& w, kube::WallTime now, Pass& pass);
   void Insert(Turn turn);
   NodeView ViewOf(const CachedNode& node, const MeasuredLinks& measured) const;
 
