@@ -223,11 +223,19 @@ void Reconciler::SayIfSpecNotApplied(Pass& pass, bool suspending) {
   log_.Job(pass.key, reason::kSpecNotApplied, message);
 }
 
+namespace {
+
+// Refused (403, 400, 422): what the job asks, or the operator's rights, and
+// not a passing trouble (a conflict, a server busy), which back-off mends.
+bool Refused(const Status& done) {
+  return done.code() == StatusCode::kFailedPrecondition || done.code() == StatusCode::kInvalidArgument;
+}
+
+}  // namespace
+
 void Reconciler::ReportRefusal(const Pass& pass, const Status& done) {
   std::lock_guard lock(said_mu_);
-  // Refused (403, 400, 422): what the job asks, or the operator's rights, and
-  // not a passing trouble (a conflict, a server busy), which back-off mends.
-  const bool refused = done.code() == StatusCode::kFailedPrecondition || done.code() == StatusCode::kInvalidArgument;
+  const bool refused = Refused(done);
   if (!refused) {
     if (done.ok()) refused_.erase(pass.key);
     return;
@@ -237,6 +245,16 @@ void Reconciler::ReportRefusal(const Pass& pass, const Status& done) {
   said = done.message();
   events_.Record(pass.object, "Warning", reason::kRequestRefused,
                  "the API server refused a request for this job, retried with back-off: " + done.message());
+}
+
+std::string Reconciler::SayPodNotMade(Pass& pass, const Status& made) {
+  const std::string said = "a pod could not be made: " + made.message();
+  const Json* before = FindCondition(pass.stored_status, condition::kRunning);
+  if (Refused(made) && (!before || before->value("message", "").find(said) == std::string::npos)) {
+    events_.Record(pass.object, "Warning", reason::kRequestRefused,
+                   "the API server refused a request for this job, retried with back-off: " + made.message());
+  }
+  return said;
 }
 
 void Reconciler::FailInvalid(Pass& pass, const std::string& why, const std::string& invalid) {
@@ -776,10 +794,25 @@ Status Reconciler::Place(Pass& pass) {
   const CoordinatorSeat coordinator{placement.coordinator_node, name_held ? generation : 1};
   const std::vector<Json> pods = PodsFor(pass.job, plan, coordinator, options_.pods);
   line_.Placed(pass.key, pods, wall_now_());
-  if (Status applied = ApplyObjects(pass, plan, coordinator, pods); !applied.ok()) {
+  if (Status applied = ApplyObjects(pass, plan, coordinator); !applied.ok()) {
     line_.Forget(pass.key);
     return applied;
   }
+  // A pod the API server refuses (a quota, a LimitRange) leaves the job
+  // placed, its gang's timeout running, as one refused while the gang starts
+  // does: returned as the pass's error, the job showed no phase and no
+  // condition, and each retry placed it again under a new plan generation
+  // (found in review). Its gang's look makes the rest.
+  Status made = Status::Ok();
+  for (const Json& pod : pods) {
+    made = CreateOwn(pass, kube::kPods, pod);
+    if (!made.ok()) break;
+  }
+  if (!made.ok() && !pass.name_taken.empty()) {
+    line_.Forget(pass.key);
+    return made;
+  }
+  const std::string not_made = made.ok() ? "" : "; " + SayPodNotMade(pass, made);
   const std::string message = DescribePlacement(placement) + (stages.empty() ? "" : "; " + stages);
   pass.Set(condition::kPlaced, true, reason::kPlaced, message);
   // A job that has run and keeps no checkpoint (no output volume) starts
@@ -789,13 +822,14 @@ Status Reconciler::Place(Pass& pass) {
   // A job that has run is placed anew only when resumed (a loss keeps its
   // plan): Resuming from the start, where it read Starting for a pass.
   pass.Set(condition::kRunning, false, pass.status.contains("startTime") ? reason::kResuming : reason::kStarting,
-           "0/" + std::to_string(pods.size()) + " pods running");
+           "0/" + std::to_string(pods.size()) + " pods running" + not_made);
   pass.status["phase"] = phase::kPlacing;
   events_.Record(pass.object, "Normal", reason::kPlaced, message);
   log_.Job(pass.key, reason::kPlaced, message + " (plan generation " + std::to_string(generation) + ")");
   pass.outcome.placement = "placed";
-  // Its pods' changes wake it; else the gang timeout is when to look again.
-  pass.Requeue(GangTimeoutOf(pass.job));
+  // Its pods' changes wake it; else the gang timeout is when to look again,
+  // or soon, for a pod refused.
+  pass.Requeue(not_made.empty() ? GangTimeoutOf(pass.job) : std::min(GangTimeoutOf(pass.job), options_.recheck_after));
   return Status::Ok();
 }
 
@@ -975,15 +1009,12 @@ Status Reconciler::TakeUp(Pass& pass, const JobPlan& plan, const CoordinatorSeat
   return Follow(pass, plan, coordinator);
 }
 
-Status Reconciler::ApplyObjects(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
-                                const std::vector<Json>& pods) {
+Status Reconciler::ApplyObjects(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator) {
   EDGETRAIN_RETURN_IF_ERROR(CreateOwn(pass, kube::kServices, ServiceFor(pass.job)));
   // The plan replaces an earlier generation's.
   EDGETRAIN_RETURN_IF_ERROR(WritePlanConfigMap(pass, PlanConfigMapFor(pass.job, plan, coordinator)));
   EDGETRAIN_RETURN_IF_ERROR(ClaimOutputVolume(pass, coordinator.node));
-  EDGETRAIN_RETURN_IF_ERROR(KeepTeamCredentials(pass, plan, /*making_pods=*/true));
-  for (const Json& pod : pods) EDGETRAIN_RETURN_IF_ERROR(CreateOwn(pass, kube::kPods, pod));
-  return Status::Ok();
+  return KeepTeamCredentials(pass, plan, /*making_pods=*/true);
 }
 
 Status Reconciler::CreateOwn(Pass& pass, const kube::ResourceType& type, const Json& object) {

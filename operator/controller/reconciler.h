@@ -230,6 +230,20 @@ class Reconciler {
   // Creates the pods of `gang.missing` as `plan` places them.
   // They count on their nodes at once (the waiting line assumes them).
   Status CreateMissing(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator, const Gang& gang);
+  // The same, a pod the API server refuses (a quota filled, a LimitRange)
+  // said rather than returned: "" when every pod was made, else "a pod could
+  // not be made: WHY" for the job's Running condition, with a Warning Event
+  // where the stored status did not say it yet. The pass goes on and writes
+  // the status, and the pods are made at a later look: returned as the
+  // pass's error, nothing the pass had found was written - a recovery's
+  // count, Recovering - and a job's status said nothing of the refusal
+  // (found in review). A name another's object holds is still the pass's
+  // error: the job fails for it.
+  StatusOr<std::string> CreateMissingOrSay(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
+                                           const Gang& gang);
+  // "a pod could not be made: WHY" of `made`, failed, and its Event, as
+  // above, where the server refused it (not a conflict, which back-off mends).
+  std::string SayPodNotMade(Pass& pass, const Status& made);
   // The pods of an ended job that its cleanPodPolicy deletes.
   Status CleanPods(Pass& pass);
   // ... by `policy`, in `ns`: an invalid job's, which has no parsed spec.
@@ -242,8 +256,9 @@ class Reconciler {
   // and holding nothing until it is placed again, `why` said (Placed and
   // Running, a Warning Event).
   Status TearDownGang(Pass& pass, const char* why, const std::string& message);
-  Status ApplyObjects(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator,
-                      const std::vector<Json>& pods);
+  // The objects a placed team's pods need: its Service, plan, output claim
+  // and credentials.
+  Status ApplyObjects(Pass& pass, const JobPlan& plan, const CoordinatorSeat& coordinator);
   // A pod waiting to mount a volume says nothing of it in its container's
   // state (the kubelet says so in an Event of the pod's): the job's files'
   // ConfigMap or claim missing, and the coordinator's output claim, are said

@@ -435,20 +435,21 @@ Status Reconciler::AwaitGang(Pass& pass, Team& team) {
   const Json* head = team.CoordinatorPod(pass);
   const bool head_runs = head && head->value("/status/phase"_json_pointer, std::string()) == "Running";
   if (team.has_run && !resuming && plan.pipeline && head_runs && pass.Phase() == phase::kRunning) {
-    EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, plan, team.coordinator, gang));
+    EDGETRAIN_ASSIGN_OR_RETURN(const std::string not_made, CreateMissingOrSay(pass, plan, team.coordinator, gang));
     pass.Set(condition::kRunning, true, reason::kTraining,
              "the pipeline trains on while a stage device's pod starts again on its node, back: " +
-                 StartingMessage(gang));
+                 StartingMessage(gang) + (not_made.empty() ? "" : "; " + not_made));
     (void)ReadProgress(pass, gang);
-    pass.Requeue(options_.status_interval);
+    pass.Requeue(not_made.empty() ? options_.status_interval : options_.recheck_after);
     return Status::Ok();
   }
   if (team.has_run && !resuming) {  // a replacement is starting; the team trains on without it
-    EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, plan, team.coordinator, gang));
+    EDGETRAIN_ASSIGN_OR_RETURN(const std::string not_made, CreateMissingOrSay(pass, plan, team.coordinator, gang));
+    if (!not_made.empty()) pass.Requeue(options_.recheck_after);
     pass.status["phase"] = phase::kRecovering;
     // What was lost stays said, with how far its replacement is: it
     // became "2/3 pods running" a moment after the loss (a new user's trial).
-    std::string message = StartingMessage(gang);
+    std::string message = StartingMessage(gang) + (not_made.empty() ? "" : "; " + not_made);
     // A move ahead of a warning stays said as one while its pods start:
     // "Recovering" of a cordoned node's worker read as a loss (a new
     // user's trial), though no recovery is counted.
@@ -495,15 +496,8 @@ Status Reconciler::AwaitGang(Pass& pass, Team& team) {
   // timeout runs on: returned as the pass's error, the status never said
   // Placed, the timeout never came, and the pods made held their nodes
   // (found in review). The refusal is a Warning Event too, once.
-  const Status made = CreateMissing(pass, plan, team.coordinator, gang);
-  if (!made.ok() && !pass.name_taken.empty()) return made;
-  const std::string starting =
-      StartingMessage(gang) + (made.ok() ? "" : "; a pod could not be made: " + made.message());
-  if (const Json* before = FindCondition(pass.stored_status, condition::kRunning);
-      !made.ok() && (!before || before->value("message", "") != starting)) {
-    events_.Record(pass.object, "Warning", reason::kRequestRefused,
-                   "the API server refused a request for this job, retried with back-off: " + made.message());
-  }
+  EDGETRAIN_ASSIGN_OR_RETURN(const std::string not_made, CreateMissingOrSay(pass, plan, team.coordinator, gang));
+  const std::string starting = StartingMessage(gang) + (not_made.empty() ? "" : "; " + not_made);
   pass.status["phase"] = phase::kPlacing;
   pass.Set(condition::kRunning, false, resuming ? reason::kResuming : reason::kStarting, starting);
   // Any change of its pods wakes it, so it need not poll: looking at 1,000
@@ -511,7 +505,7 @@ Status Reconciler::AwaitGang(Pass& pass, Team& team) {
   // busy enough to slow the placing of the rest several times over. A pod
   // refused is tried again soon: no change of a pod would wake it (a
   // conflict, a server busy, passes in moments).
-  pass.Requeue(made.ok() ? timeout - waited : std::min(timeout - waited, options_.recheck_after));
+  pass.Requeue(not_made.empty() ? timeout - waited : std::min(timeout - waited, options_.recheck_after));
   return Status::Ok();
 }
 

@@ -96,6 +96,14 @@ Status Reconciler::CreateMissing(Pass& pass, const JobPlan& plan, const Coordina
   return Status::Ok();
 }
 
+StatusOr<std::string> Reconciler::CreateMissingOrSay(Pass& pass, const JobPlan& plan,
+                                                     const CoordinatorSeat& coordinator, const Gang& gang) {
+  const Status made = CreateMissing(pass, plan, coordinator, gang);
+  if (made.ok()) return std::string();
+  if (!pass.name_taken.empty()) return made;
+  return SayPodNotMade(pass, made);
+}
+
 Status Reconciler::AwaitRoom(Pass& pass, const char* event_reason, const std::string& message) {
   pass.Set(condition::kRunning, false, reason::kRecovering, message);
   // Said once: the message changes when what is missing does.
@@ -201,13 +209,17 @@ std::optional<Status> Reconciler::MoveCoordinator(Pass& pass, const JobPlan& pla
   Gang fresh;
   fresh.missing.push_back(CoordinatorPodName(pass.job.name, moved.since_generation));
   for (int rank : fellows) fresh.missing.push_back(WorkerPodName(pass.job.name, rank, next.generation));
-  EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, next, moved, fresh));
+  // Refused, the recovery is counted and said all the same: its plan is
+  // written and its lost pods gone, and a later look makes the pods.
+  EDGETRAIN_ASSIGN_OR_RETURN(const std::string not_made, CreateMissingOrSay(pass, next, moved, fresh));
+  if (!not_made.empty()) pass.Requeue(options_.recheck_after);
 
   return Replanned(pass, event_reason, moving ? std::nullopt : std::optional<int>(recoveries),
                    what + "; placed anew on " + moved.node +
                        (plan.pipeline ? ", to train on from the state its stages hold"
                                       : ", to train on from its workers' copy of the model") +
-                       (with_it.empty() ? "" : "; lost with it and replaced: " + with_it),
+                       (with_it.empty() ? "" : "; lost with it and replaced: " + with_it) +
+                       (not_made.empty() ? "" : "; " + not_made),
                    next, moved,
                    LossEvidence(pass.stored_status, lost_names, lost_pods, line_.Views({coordinator.node}, MeasuredLinks{}),
                                 /*coordinator_lost=*/true));
@@ -270,7 +282,8 @@ std::optional<Status> Reconciler::Recover(Pass& pass, const JobPlan& plan, const
   EDGETRAIN_RETURN_IF_ERROR(DeletePods(pass, doomed));
   Gang fresh;
   for (const auto& [rank, why] : lost) fresh.missing.push_back(WorkerPodName(pass.job.name, rank, next.generation));
-  EDGETRAIN_RETURN_IF_ERROR(CreateMissing(pass, next, coordinator, fresh));
+  EDGETRAIN_ASSIGN_OR_RETURN(const std::string not_made, CreateMissingOrSay(pass, next, coordinator, fresh));
+  if (!not_made.empty()) pass.Requeue(options_.recheck_after);
 
   std::vector<const Json*> lost_pods;
   std::vector<std::string> lost_names, lost_nodes;
@@ -280,7 +293,7 @@ std::optional<Status> Reconciler::Recover(Pass& pass, const JobPlan& plan, const
     lost_nodes.push_back(plan.workers[static_cast<size_t>(rank)].node);
   }
   return Replanned(pass, event_reason, only_moves ? std::nullopt : std::optional<int>(recoveries),
-                   what + "; replaced: " + moved, next, coordinator,
+                   what + "; replaced: " + moved + (not_made.empty() ? "" : "; " + not_made), next, coordinator,
                    LossEvidence(pass.stored_status, lost_names, lost_pods, line_.Views(lost_nodes, MeasuredLinks{}),
                                 /*coordinator_lost=*/false));
 }
