@@ -206,6 +206,10 @@ class Rendering(unittest.TestCase):
         self.assertFalse([a for a in operator_args(solo) if a.startswith("--leader-election-namespace")])
         self.assertEqual(one(solo, "Deployment")["spec"]["template"]["spec"]["serviceAccountName"],
                          "edgetrain-operator")
+        # Without a Lease, an upgrade's new replica beside the old one would
+        # reconcile the same jobs at once (found in review): the old one stops first.
+        self.assertEqual(one(solo, "Deployment")["spec"]["strategy"], {"type": "Recreate"})
+        self.assertEqual(one(self.helm.template(), "Deployment")["spec"]["strategy"]["type"], "RollingUpdate")
 
         mon = self.helm.template("-f", os.path.join(CHART, "ci", "monitoring-values.yaml"))
         sm = one(mon, "ServiceMonitor")
