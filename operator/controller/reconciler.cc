@@ -385,8 +385,14 @@ Status Reconciler::ExpireAfterTtl(Pass& pass, const Json& spec) {
     }
     log_.Job(pass.key, "Expired", "deleted: ttlSecondsAfterFinished has passed since it finished");
     const Json& meta = pass.object.at("metadata");
-    Status deleted = client_.Delete(kube::kTrainingJobs, meta.value("namespace", "default"), meta.value("name", ""));
-    if (!deleted.ok() && deleted.code() != StatusCode::kNotFound) return deleted;
+    // Of its uid alone: a job of its name applied since (after the look
+    // above, or where the look could not be had) is the server's to keep
+    // (found in review). Aborted: that is what happened.
+    Status deleted = client_.DeleteUid(kube::kTrainingJobs, meta.value("namespace", "default"),
+                                       meta.value("name", ""), meta.value("uid", ""));
+    if (!deleted.ok() && deleted.code() != StatusCode::kNotFound && deleted.code() != StatusCode::kAborted) {
+      return deleted;
+    }
     pass.status = pass.stored_status;  // nothing to write to a deleted object
     return Status::Ok();
   }

@@ -2177,6 +2177,11 @@ TEST_F(ReconcilerTest, AVeryLongTtlIsWaitedAndAJobOfTheSameNameAppliedSinceIsNot
   jobs_.Put(finished);
   Reconcile(brief);
   EXPECT_TRUE(api_.Get(kube::kTrainingJobs, "default", "brief").ok()) << "the new job of the name is left";
+  // Nor where the server cannot be asked whose the name is: the delete is of
+  // the finished job's uid alone.
+  api_.RefuseLists("TrainingJob", UnavailableError("the server is busy"));
+  EXPECT_TRUE(reconciler_.Reconcile(brief).ok());
+  EXPECT_TRUE(api_.Get(kube::kTrainingJobs, "default", "brief").ok()) << "the new job of the name is left";
 }
 
 TEST_F(ReconcilerTest, AGangNotRunningWithinItsTimeoutIsTornDownAndWaitsHoldingNothing) {

@@ -67,6 +67,9 @@ class ScriptedClient final : public KubeClient {
     return Unimplemented();
   }
   Status Delete(const ResourceType&, const std::string&, const std::string&) override { return Unimplemented(); }
+  Status DeleteUid(const ResourceType&, const std::string&, const std::string&, const std::string&) override {
+    return Unimplemented();
+  }
 
  private:
   static Status Unimplemented() { return UnimplementedError("not scripted"); }

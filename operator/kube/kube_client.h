@@ -64,6 +64,10 @@ class KubeClient {
                                     const Json& patch) = 0;
   // With background propagation: owned objects go after (garbage collection).
   virtual Status Delete(const ResourceType& type, const std::string& ns, const std::string& name) = 0;
+  // The same, of the object of that uid alone (DeleteOptions' preconditions):
+  // Aborted where the name is now another object's, applied since.
+  virtual Status DeleteUid(const ResourceType& type, const std::string& ns, const std::string& name,
+                           const std::string& uid) = 0;
 
   // Streams events to `on_event` until the server ends the watch (OK), it
   // fails (the error), or `stop` is set (Cancelled). A watch that stays quiet

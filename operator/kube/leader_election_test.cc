@@ -44,6 +44,9 @@ class Reachable final : public KubeClient {
   Status Delete(const ResourceType& t, const std::string& ns, const std::string& n) override {
     return inner_.Delete(t, ns, n);
   }
+  Status DeleteUid(const ResourceType& t, const std::string& ns, const std::string& n, const std::string& u) override {
+    return inner_.DeleteUid(t, ns, n, u);
+  }
   Status Watch(const ResourceType& t, const std::string& ns, const WatchOptions& o,
                const std::function<void(WatchEvent)>& e, const std::atomic<bool>& s) override {
     return inner_.Watch(t, ns, o, e, s);

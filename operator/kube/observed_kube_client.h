@@ -50,6 +50,14 @@ class ObservedKubeClient final : public KubeClient {
     if (!s.ok() && s.code() != StatusCode::kNotFound) on_error_("delete", s.code());
     return s;
   }
+  Status DeleteUid(const ResourceType& type, const std::string& ns, const std::string& name,
+                   const std::string& uid) override {
+    Count("delete");
+    Status s = inner_.DeleteUid(type, ns, name, uid);
+    // Gone, or another's now: the goal reached either way, not an error.
+    if (!s.ok() && s.code() != StatusCode::kNotFound && s.code() != StatusCode::kAborted) on_error_("delete", s.code());
+    return s;
+  }
   Status Watch(const ResourceType& type, const std::string& ns, const WatchOptions& options,
                const std::function<void(WatchEvent)>& on_event, const std::atomic<bool>& stop) override {
     Count("watch");

@@ -117,6 +117,15 @@ class RestKubeClient final : public KubeClient {
     return Call(http::methods::DEL, type.ObjectPath(ns, name), {}, &options).status();
   }
 
+  Status DeleteUid(const ResourceType& type, const std::string& ns, const std::string& name,
+                   const std::string& uid) override {
+    const Json options = {{"kind", "DeleteOptions"},
+                          {"apiVersion", "v1"},
+                          {"propagationPolicy", "Background"},
+                          {"preconditions", {{"uid", uid}}}};
+    return Call(http::methods::DEL, type.ObjectPath(ns, name), {}, &options).status();
+  }
+
   Status Watch(const ResourceType& type, const std::string& ns, const WatchOptions& options,
                const std::function<void(WatchEvent)>& on_event, const std::atomic<bool>& stop) override {
     std::vector<std::pair<std::string, std::string>> query = {

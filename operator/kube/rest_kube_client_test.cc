@@ -99,6 +99,15 @@ TEST_F(RestKubeClientTest, EveryVerbAndItsErrors) {
   EXPECT_NE(gone.status().message().find("\"plan\" not found"), std::string::npos) << gone.status().message();
   EXPECT_EQ(client_->Create(kConfigMaps, "default", {{"metadata", {{"name", "Not A Name"}}}}).status().code(),
             StatusCode::kInvalidArgument);
+
+  // Of one uid alone: another object of the name is left.
+  auto again = client_->Create(kConfigMaps, "default", ConfigMap("plan", "4"));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(client_->DeleteUid(kConfigMaps, "default", "plan", (*created)["metadata"]["uid"]).code(),
+            StatusCode::kAborted);
+  EXPECT_TRUE(client_->Get(kConfigMaps, "default", "plan").ok());
+  EXPECT_TRUE(client_->DeleteUid(kConfigMaps, "default", "plan", (*again)["metadata"]["uid"]).ok());
+  EXPECT_EQ(client_->Get(kConfigMaps, "default", "plan").status().code(), StatusCode::kNotFound);
 }
 
 TEST_F(RestKubeClientTest, ListsPageByPage) {

@@ -24,6 +24,9 @@ class FakeKubeClient final : public KubeClient {
   }
   StatusOr<Json> List(const ResourceType& type, const std::string& ns, const ListOptions& options) override {
     std::lock_guard<std::mutex> lock(mu_);
+    if (auto refused = refused_lists_.find(type.kind); refused != refused_lists_.end() && !refused->second.ok()) {
+      return refused->second;
+    }
     // Of field selectors, the one a client uses to list a single object.
     const std::string kName = "metadata.name=";
     const std::string name =
@@ -41,6 +44,11 @@ class FakeKubeClient final : public KubeClient {
     std::lock_guard<std::mutex> lock(mu_);
     refused_[kind] = std::move(why);
     allowed_.erase(kind);
+  }
+  // Every list of `kind` fails so, until given Ok.
+  void RefuseLists(const std::string& kind, Status why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    refused_lists_[kind] = std::move(why);
   }
   // As RefuseCreates once `allowed` more of `kind` are made: a quota that fills part-way.
   void RefuseCreatesAfter(const std::string& kind, int allowed, Status why) {
@@ -88,6 +96,18 @@ class FakeKubeClient final : public KubeClient {
     std::lock_guard<std::mutex> lock(mu_);
     ++writes_["delete " + type.kind];
     return objects_.erase(Key(type, ns, name)) ? Status::Ok() : NotFoundError(name);
+  }
+  Status DeleteUid(const ResourceType& type, const std::string& ns, const std::string& name,
+                   const std::string& uid) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++writes_["delete " + type.kind];
+    auto it = objects_.find(Key(type, ns, name));
+    if (it == objects_.end()) return NotFoundError(name);
+    if (it->second.value("/metadata/uid"_json_pointer, std::string()) != uid) {
+      return AbortedError("Precondition failed: UID in precondition: " + uid);
+    }
+    objects_.erase(it);
+    return Status::Ok();
   }
   Status Watch(const ResourceType&, const std::string&, const WatchOptions&, const std::function<void(WatchEvent)>&,
                const std::atomic<bool>&) override {
@@ -157,6 +177,7 @@ class FakeKubeClient final : public KubeClient {
   std::map<std::string, int> writes_;
   std::map<std::string, Status> refused_;  // by kind: what a create is refused with
   std::map<std::string, int> allowed_;     // by kind: creates still made before refused_ holds
+  std::map<std::string, Status> refused_lists_;  // by kind: what a list fails with
   int64_t version_ = 0;
 };
 
