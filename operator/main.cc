@@ -198,6 +198,23 @@ int main(int argc, char** argv) {
     return kExitInvalid;
   }
 
+  // The Lease records its duration in whole seconds (leaseDurationSeconds),
+  // which standbys read: 1500ms was written as 1, and a standby took the
+  // Lease while the leader, 1.2 s from its last renewal, still led (found
+  // in review). And the lease client's requests give up within the margin
+  // between the renew deadline and the lease, which they cannot below 100 ms.
+  if (leader_elect && election.lease_duration % std::chrono::seconds(1) != Duration::zero()) {
+    std::cerr << "edgetrain-operator: --lease-duration (" << FormatDuration(election.lease_duration)
+              << ") must be whole seconds: the Lease records it in seconds, as standbys read it\n";
+    return kExitInvalid;
+  }
+  if (leader_elect && election.lease_duration > election.renew_deadline &&
+      election.lease_duration - election.renew_deadline < std::chrono::milliseconds(100)) {
+    std::cerr << "edgetrain-operator: --lease-duration (" << FormatDuration(election.lease_duration)
+              << ") must be at least 100ms longer than --renew-deadline (" << FormatDuration(election.renew_deadline)
+              << "): a renewal must end within the margin, and cannot in less\n";
+    return kExitInvalid;
+  }
   // As client-go insists: a leader must stop leading (renew deadline) before
   // a standby may take the Lease (lease duration), and try more than once in
   // between; else two replicas can lead at once.

@@ -70,6 +70,15 @@ class LeaseTimingsTest(unittest.TestCase):
                             "--kubeconfig", "/nonexistent"], capture_output=True, text=True, timeout=30)
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("--lease-duration (20s) must be longer than --renew-deadline (30s)", p.stderr)
+        # The Lease holds whole seconds, which standbys read.
+        p = subprocess.run([OPERATOR, "--lease-duration=1500ms", "--renew-deadline=1200ms", "--retry-period=500ms",
+                            "--kubeconfig", "/nonexistent"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("--lease-duration (1.5s) must be whole seconds", p.stderr)
+        p = subprocess.run([OPERATOR, "--lease-duration=1s", "--renew-deadline=950ms", "--retry-period=500ms",
+                            "--kubeconfig", "/nonexistent"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("must be at least 100ms longer than --renew-deadline", p.stderr)
 
     def test_a_flag_it_cannot_read_is_a_usage_error(self):
         for args, says in ((["--bogus"], "--bogus"), (["--status-interval", "5"], "--status-interval"),
