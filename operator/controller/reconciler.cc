@@ -475,7 +475,14 @@ Status Reconciler::Suspend(Pass& pass) {
 int Reconciler::PriorityOfClass(const std::string& name) {
   if (name.empty()) return 0;
   StatusOr<Json> pc = client_.Get(kube::kPriorityClasses, "", name);
-  return pc.ok() ? pc->value("value", 0) : 0;
+  std::lock_guard lock(priorities_mu_);
+  if (pc.ok()) return priorities_[name] = pc->value("value", 0);
+  if (pc.status().code() == StatusCode::kNotFound) {
+    priorities_.erase(name);
+    return 0;
+  }
+  const auto known = priorities_.find(name);
+  return known != priorities_.end() ? known->second : 0;
 }
 
 // The plan in the job's ConfigMap, if one was made: its generation.

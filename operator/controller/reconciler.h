@@ -289,8 +289,13 @@ class Reconciler {
   StatusOr<Json> PlanConfigMap(const JobObject& job, bool placed);
   // Writes the plan ConfigMap (create, or update from what is cached or read).
   Status WritePlanConfigMap(Pass& pass, const Json& config_map);
-  // A PriorityClass's value; 0 for none, or one that cannot be read.
+  // A PriorityClass's value; 0 for none, or one that does not exist. One
+  // that cannot be read now is the value it last had: a lookup that failed
+  // for a moment (a timeout, a 429) had put a job of a high class behind
+  // every other until the next pass (found in review).
   int PriorityOfClass(const std::string& name);
+  std::mutex priorities_mu_;
+  std::map<std::string, int> priorities_;  // by PriorityClass: its value when last read
 
   kube::KubeClient& client_;
   kube::Store& jobs_;

@@ -2455,6 +2455,26 @@ TEST_F(ReconcilerTest, AJobWaitingOutAGangTimeoutsBackOffLeavesItsRoomToYoungerJ
   EXPECT_EQ(PodNodes(), (std::vector<std::string>{"young-coordinator@gateway"}));
 }
 
+// A PriorityClass that cannot be read for a moment keeps the value it was
+// last read with: taken for 0, its job went behind every other until the
+// next pass (found in review).
+TEST_F(ReconcilerTest, APriorityClassThatCannotBeReadForAMomentKeepsItsPlaceInLine) {
+  AddNode(ANode("gateway").WithAllocatable("1", "1Gi"));  // room for one job of one
+  ASSERT_TRUE(api_.Create(kube::kPriorityClasses, "", {{"metadata", {{"name", "urgent"}}}, {"value", 1000}}).ok());
+  const Json one = {{"parallelism", {{"workers", 1}}}};
+  const std::string old_key = Submit(TrainingJob("old", one, "2026-11-22T09:00:00Z"));
+  Json urgent_spec = one;
+  urgent_spec["placement"] = {{"priorityClassName", "urgent"}};
+  const std::string urgent_key = Submit(TrainingJob("urgent", urgent_spec, "2026-11-22T09:59:00Z"));
+  EXPECT_EQ(Reconcile(old_key).placement, "unschedulable") << "the urgent job is first in line";
+  // The line looked at anew (a node changed) while the class cannot be read.
+  AddNode(ANode("robot-1").WithAllocatable("0", "1Gi"));
+  api_.RefuseGets("PriorityClass", UnavailableError("the server is busy"));
+  EXPECT_EQ(Reconcile(old_key).placement, "unschedulable") << "still behind the urgent job";
+  api_.RefuseGets("PriorityClass", Status::Ok());
+  EXPECT_EQ(Reconcile(urgent_key).placement, "placed");
+}
+
 TEST_F(ReconcilerTest, AJobDeletedWhileItsStatusIsWrittenIsLeftAlone) {
   AddNode(ANode("gateway"));
   const std::string key = Submit(TrainingJob("brief", {{"parallelism", {{"workers", 1}}}}));

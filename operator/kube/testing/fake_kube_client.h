@@ -18,6 +18,9 @@ class FakeKubeClient final : public KubeClient {
   StatusOr<Json> Get(const ResourceType& type, const std::string& ns, const std::string& name) override {
     std::lock_guard<std::mutex> lock(mu_);
     ++reads_[type.kind];
+    if (auto refused = refused_gets_.find(type.kind); refused != refused_gets_.end() && !refused->second.ok()) {
+      return refused->second;
+    }
     auto it = objects_.find(Key(type, ns, name));
     if (it == objects_.end()) return NotFoundError(type.plural + " \"" + name + "\" not found");
     return it->second;
@@ -44,6 +47,11 @@ class FakeKubeClient final : public KubeClient {
     std::lock_guard<std::mutex> lock(mu_);
     refused_[kind] = std::move(why);
     allowed_.erase(kind);
+  }
+  // Every get of `kind` fails so, until given Ok.
+  void RefuseGets(const std::string& kind, Status why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    refused_gets_[kind] = std::move(why);
   }
   // Every list of `kind` fails so, until given Ok.
   void RefuseLists(const std::string& kind, Status why) {
@@ -178,6 +186,7 @@ class FakeKubeClient final : public KubeClient {
   std::map<std::string, Status> refused_;  // by kind: what a create is refused with
   std::map<std::string, int> allowed_;     // by kind: creates still made before refused_ holds
   std::map<std::string, Status> refused_lists_;  // by kind: what a list fails with
+  std::map<std::string, Status> refused_gets_;   // by kind: what a get fails with
   int64_t version_ = 0;
 };
 
