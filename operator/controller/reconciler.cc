@@ -1266,7 +1266,7 @@ Status Reconciler::WriteStatus(Pass& pass) {
   object["status"] = pass.status;
   const std::string ns =
       pass.job.namespace_.empty() ? pass.object["metadata"].value("namespace", "default") : pass.job.namespace_;
-  const std::string read_version = pass.object["metadata"].value("resourceVersion", std::string());
+  std::string read_version = pass.object["metadata"].value("resourceVersion", std::string());
   StatusOr<Json> written = client_.UpdateStatus(kube::kTrainingJobs, ns, object);
   // Deleted meanwhile: there is nothing left to write to (the watch removes it).
   if (!written.ok() && written.status().code() == StatusCode::kNotFound) return Status::Ok();
@@ -1275,6 +1275,20 @@ Status Reconciler::WriteStatus(Pass& pass) {
     // time; taken now, the retry works on it rather than on what conflicted.
     if (StatusOr<std::optional<Json>> current = JobAtTheServer(pass); current.ok() && *current) {
       jobs_.Refresh(**current, read_version);
+      // Only its spec or metadata changed since the pass read it (a label
+      // added, an edit), its status as the pass found it: this pass's status
+      // is written on it. The retry had found the pass's work done - a
+      // recovery's plan written, a team's pods made - and never counted or
+      // said it (found in review). A spec changed is the next pass's to take.
+      const Json& found = **current;
+      if (found.value("status", Json::object()) == pass.stored_status &&
+          found.value("/metadata/uid"_json_pointer, std::string()) ==
+              pass.object.value("/metadata/uid"_json_pointer, std::string())) {
+        object = found;
+        object["status"] = pass.status;
+        read_version = found["metadata"].value("resourceVersion", std::string());
+        written = client_.UpdateStatus(kube::kTrainingJobs, ns, object);
+      }
     }
   }
   if (!written.ok()) return written.status().WithContext("writing the status of " + pass.key);
