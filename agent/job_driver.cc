@@ -37,6 +37,26 @@ BudgetUse UseOf(const JobProgress& p) {
   return {p.samples, p.energy_joules ? *p.energy_joules + UnreportedEnergy(p) : 0};
 }
 
+// What of the classes' names changed: the labels whose name is not the one
+// it was, "label 2 was tl and is tr now".
+std::string ClassesChanged(const std::vector<std::string>& then, const std::vector<std::string>& now) {
+  std::string said = "the class folders, whose names sort into labels:";
+  if (then.size() != now.size()) {
+    said += " " + std::to_string(then.size()) + " classes when it was written, " + std::to_string(now.size()) + " now;";
+  }
+  int listed = 0;
+  for (size_t label = 0; label < std::min(then.size(), now.size()); ++label) {
+    if (then[label] == now[label]) continue;
+    if (listed++ == 4) {
+      said += " ...";
+      break;
+    }
+    said += (listed > 1 ? ", label " : " label ") + std::to_string(label) + " was " + then[label] + " and is " +
+            now[label] + " now";
+  }
+  return said + "; the checkpoint's weights learned the labels as they were";
+}
+
 }  // namespace
 
 JobDriver::JobDriver(const JobPlan& plan, TrainingEngine& engine, Clock& clock, ProgressBoard& board,
@@ -159,6 +179,13 @@ StatusOr<std::optional<JobCheckpoint>> JobDriver::Resume() {
     log_ << plan_.job << ": its training data changed since the checkpoint: " << changed_since_checkpoint_.back()
          << "\n";
   }
+  // Class folders renamed since: the labels, which the folders' names sort
+  // into, mean other classes than the checkpoint's weights learned, and a
+  // resume went on unsaid (a user's trial).
+  if (!c.class_names.empty() && !class_names_.empty() && c.class_names != class_names_ && !data_named_anew) {
+    changed_since_checkpoint_.push_back(ClassesChanged(c.class_names, class_names_));
+    log_ << plan_.job << ": its classes changed since the checkpoint: " << changed_since_checkpoint_.back() << "\n";
+  }
   return checkpoint;
 }
 
@@ -177,6 +204,7 @@ JobCheckpoint JobDriver::Checkpoint(const JobProgress& p) {
   c.evaluated_iteration = p.evaluated_iteration;
   if (p.loss > 0) c.loss = p.loss;  // 0: no batch trained yet
   c.samples_per_epoch = engine_.SamplesPerEpoch();
+  c.class_names = class_names_;
   engine_.Snapshot(c);
   return c;
 }

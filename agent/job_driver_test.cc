@@ -487,6 +487,26 @@ TEST_F(JobDriverTest, AResumedJobWhoseDataChangedSaysSo) {
   ExpectAResumeSaysNothingChanged();
 }
 
+// Class folders renamed between the runs: their labels mean other classes
+// than the checkpoint's weights learned, said as a change (a user's trial:
+// "tl" renamed "zz_tl" made label 2 "tr", and the resume said nothing).
+TEST_F(JobDriverTest, AResumedJobWhoseClassFoldersWereRenamedSaysWhichLabelsMeanOtherClasses) {
+  plan.spec.fault_tolerance.checkpoint_every = 10;
+  class_names = {"bl", "br", "tl", "tr"};
+  auto first = Run(milliseconds(123));
+  ASSERT_TRUE(first.ok());
+  ASSERT_EQ(first->stop_reason, StopReason::kCancelled);
+  class_names = {"bl", "br", "tr", "zz_tl"};
+  auto second = Run();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(second->resumed_with_changes,
+            std::vector<std::string>{"the class folders, whose names sort into labels: label 2 was tl and is tr now, "
+                                     "label 3 was tr and is zz_tl now; the checkpoint's weights learned the labels "
+                                     "as they were"});
+  EXPECT_NE(log.str().find("solo: its classes changed since the checkpoint: the class folders"), std::string::npos)
+      << log.str();
+}
+
 // A TorchScript job's module exported anew between the runs, its shapes as
 // they were: its code is the new file's, its weights the checkpoint's, said.
 TEST_F(JobDriverTest, AResumedJobWhoseModuleFileChangedSaysSo) {

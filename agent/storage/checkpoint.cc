@@ -97,6 +97,7 @@ StatusOr<std::string> EncodeCheckpoint(const JobCheckpoint& c) {
   if (c.module_crc32) m.set_module_crc32(*c.module_crc32);
   m.set_departed_bytes_sent(c.departed_bytes_sent);
   m.set_departed_bytes_received(c.departed_bytes_received);
+  m.mutable_class_names()->Add(c.class_names.begin(), c.class_names.end());
   for (const std::vector<int64_t>& shape : c.parameter_shapes) {
     m.add_parameter_shapes()->mutable_dims()->Add(shape.begin(), shape.end());
   }
@@ -173,6 +174,7 @@ StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::stri
   if (m.has_module_crc32()) c.module_crc32 = m.module_crc32();
   c.departed_bytes_sent = m.departed_bytes_sent();
   c.departed_bytes_received = m.departed_bytes_received();
+  c.class_names.assign(m.class_names().begin(), m.class_names().end());
   for (const v1::ParameterShape& shape : m.parameter_shapes()) {
     c.parameter_shapes.push_back(ToVector<int64_t>(shape.dims()));
   }

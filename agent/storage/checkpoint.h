@@ -61,6 +61,9 @@ struct JobCheckpoint {
   // A pipeline's: bytes of devices of the runs before that the run which
   // wrote it had not, which no row of `workers` carries on.
   int64_t departed_bytes_sent = 0, departed_bytes_received = 0;
+  // The classes' names then, label i the i-th; empty where the data names
+  // none, and in older checkpoints.
+  std::vector<std::string> class_names;
 };
 
 // FailedPrecondition for a checkpoint larger than a protobuf message can be
