@@ -39,8 +39,16 @@ std::string WhatItWasTrainedOn(const std::string& model_path) {
                             : ": it was trained on " + trained_on + " (model.json)";
 }
 
-StatusOr<Evaluation> Evaluate(const std::string& model_path, const DataSpec& data_spec, const std::string& data_dir,
-                              int64_t& samples) {
+// What a model scored on a test set, and the set's classes: how many, and
+// their names where its folders give them.
+struct Measured {
+  Evaluation evaluation;
+  int64_t samples = 0;
+  int classes = 0;
+  std::vector<std::string> class_names;
+};
+
+StatusOr<Measured> Evaluate(const std::string& model_path, const DataSpec& data_spec, const std::string& data_dir) {
   // A TorchScript module (a user's own model, trained or not) runs its own
   // forward; a built-in model's file holds weights, and their shapes say
   // which model to build for them.
@@ -70,8 +78,12 @@ StatusOr<Evaluation> Evaluate(const std::string& model_path, const DataSpec& dat
     return InvalidArgumentError(model_path + " does not fit " + MeasuredOn(data_spec) + " samples" +
                                 WhatItWasTrainedOn(model_path));
   }
-  samples = test.size();
-  return trainer->Evaluate(test);
+  Measured measured;
+  measured.samples = test.size();
+  measured.classes = test.info.classes;
+  measured.class_names = test.class_names;
+  EDGETRAIN_ASSIGN_OR_RETURN(measured.evaluation, trainer->Evaluate(test));
+  return measured;
 }
 
 }  // namespace
@@ -98,17 +110,20 @@ int RunEvaluateModel(const std::vector<std::string>& args, std::ostream& lines, 
   } else {
     return ReportFailure(InvalidArgumentError("give --dataset NAME or --data JSON"), lines, log);
   }
-  int64_t samples = 0;
-  auto evaluation = Evaluate(model_path, data, data_dir, samples);
-  if (!evaluation.ok()) return ReportFailure(evaluation.status(), lines, log);
-  if (Status finite = FiniteEvaluation(evaluation->loss); !finite.ok()) {
+  auto measured = Evaluate(model_path, data, data_dir);
+  if (!measured.ok()) return ReportFailure(measured.status(), lines, log);
+  if (Status finite = FiniteEvaluation(measured->evaluation.loss); !finite.ok()) {
     return ReportFailure(InvalidArgumentError(model_path + ": " + finite.message()), lines, log);
   }
-  const nlohmann::json result = {{"model", model_path},
-                                 {"dataset", DescribeData(data)},
-                                 {"accuracy", evaluation->accuracy},
-                                 {"loss", evaluation->loss},
-                                 {"samples", samples}};
+  nlohmann::json result = {{"model", model_path},
+                           {"dataset", DescribeData(data)},
+                           {"accuracy", measured->evaluation.accuracy},
+                           {"loss", measured->evaluation.loss},
+                           {"samples", measured->samples},
+                           {"classes", measured->classes}};
+  // Image folders' names, label i the i-th: the runner compares them with
+  // those the model was trained on (its model.json).
+  if (!measured->class_names.empty()) result["classNames"] = measured->class_names;
   lines << "result " << ResultJson(result) << std::endl;
   return kExitOk;
 }

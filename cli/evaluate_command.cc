@@ -12,6 +12,7 @@
 #include "cli/job_loading.h"
 #include "cli/model_card.h"
 #include "cli/run_plan.h"
+#include "core/chance_accuracy.h"
 #include "core/exit_codes.h"
 #include "core/job_spec.h"
 #include "core/number_text.h"
@@ -127,6 +128,35 @@ int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostrea
     err << "error: " << (why.empty() ? "the agent exited (status " + std::to_string(exit) + ") without a result" : why)
         << "\n";
     return exit != kExitOk ? exit : kExitFailed;
+  }
+  // Class folders other than those the model learned: label i is another
+  // class in each, and the figure is no measure of the model on its own
+  // classes. A model of bl, br, tl, tr scored 0.0460 on folders a_tl, b_tr,
+  // c_bl, d_br, unsaid (a new user's trial).
+  const std::vector<std::string> trained_classes = ModelCardClasses(options.model_path);
+  std::vector<std::string> test_classes;
+  if (json.contains("classNames") && json["classNames"].is_array()) {
+    for (const nlohmann::json& name : json["classNames"]) {
+      if (name.is_string()) test_classes.push_back(name.get<std::string>());
+    }
+  }
+  if (!trained_classes.empty() && !test_classes.empty() && trained_classes != test_classes) {
+    auto listed = [](const std::vector<std::string>& names) {
+      std::string text;
+      for (const std::string& name : names) text += (text.empty() ? "" : ", ") + name;
+      return text;
+    };
+    other_data += "note: " + options.model_path + " was trained on the classes " + listed(trained_classes) +
+                  " (model.json), and these test folders are " + listed(test_classes) +
+                  ": a label is not the same class in both, so this is no measure of the model on its own classes\n";
+  }
+  const int classes = json.value("classes", 0);
+  const double accuracy = json["accuracy"].get<double>();
+  if (AboutWhatGuessingScores(accuracy, classes)) {
+    char note[160];
+    std::snprintf(note, sizeof note, "note: %.4f is about what guessing scores on %d classes (1 in %d)", accuracy,
+                  classes, classes);
+    other_data += std::string(note) + ": the model does not tell them apart (untrained, or trained on other data)\n";
   }
   err << other_data;
   if (options.json) {

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <stb_image_write.h>
 
 #include "http/http_client.h"
 #include "cli/child_process.h"
@@ -318,6 +319,53 @@ TEST_F(RunCommandTest, EvaluateOnAJobsFilesReadsItsTestFileAlone) {
             std::string::npos)
       << misfit.stderr_text;
   EXPECT_NE(misfit.stderr_text.find("it was trained on digits (model.json)"), std::string::npos) << misfit.stderr_text;
+}
+
+// A model of image folders measured on folders of other classes: said, as is
+// a figure about what guessing scores. A model of bl, br, tl, tr scored
+// 0.0460 on folders a_tl, b_tr, c_bl, d_br, unsaid (a new user's trial).
+TEST_F(RunCommandTest, EvaluateOnFoldersOfOtherClassesSaysSo) {
+  // Four classes of 4x4 grey images, each of one shade: shade s is class s
+  // of the train folders (bl, br, tl, tr).
+  auto folders = [&](const fs::path& root, const std::vector<std::pair<std::string, int>>& shades) {
+    for (const auto& [name, shade] : shades) {
+      fs::create_directories(root / name);
+      for (int i = 0; i < 8; ++i) {
+        std::vector<uint8_t> pixels(16, static_cast<uint8_t>(shade * 80 + i));
+        ASSERT_TRUE(stbi_write_png((root / name / (std::to_string(i) + ".png")).c_str(), 4, 4, 1, pixels.data(), 4));
+      }
+    }
+  };
+  folders(dir_ / "train", {{"bl", 0}, {"br", 1}, {"tl", 2}, {"tr", 3}});
+  // The same classes in folders renamed so that each sorts a label along.
+  folders(dir_ / "renamed", {{"a_tl", 2}, {"b_tr", 3}, {"c_bl", 0}, {"d_br", 1}});
+  const char* spec = R"(  model: {name: mlp, hidden: [16]}
+  data: {format: images, inputShape: [1, 4, 4], classes: 4, train: {path: %s}, test: {path: %s}}
+  optimizer: {name: adam, learningRate: 0.05}
+  budget: {epochs: 40}
+)";
+  char text[512];
+  std::snprintf(text, sizeof text, spec, "train", "train");
+  Outcome run = Execute({"run", Manifest("shades", text), "--no-curves", "--output", (dir_ / "out").string()});
+  ASSERT_EQ(run.exit, 0) << run.stderr_text;
+  std::snprintf(text, sizeof text, spec, "renamed", "renamed");
+  const std::string model = (dir_ / "out" / "model.pt").string();
+  Outcome other = Execute({"evaluate", model, "--job", Manifest("renamed", text)});
+  ASSERT_EQ(other.exit, 0) << other.stderr_text;
+  EXPECT_NE(other.stderr_text.find("note: " + model + " was trained on the classes bl, br, tl, tr (model.json), and "
+                                   "these test folders are a_tl, b_tr, c_bl, d_br: a label is not the same class in "
+                                   "both"),
+            std::string::npos)
+      << other.stderr_text;
+  EXPECT_NE(other.stderr_text.find(" is about what guessing scores on 4 classes (1 in 4): the model does not tell "
+                                   "them apart"),
+            std::string::npos)
+      << other.stderr_text << other.stdout_lines.at(0);
+  std::snprintf(text, sizeof text, spec, "train", "train");
+  const size_t said_before = other.stderr_text.size();  // the log is appended to
+  Outcome same = Execute({"evaluate", model, "--job", Manifest("same", text)});
+  ASSERT_EQ(same.exit, 0) << same.stderr_text;
+  EXPECT_EQ(same.stderr_text.find("note:", said_before), std::string::npos) << same.stderr_text;
 }
 
 // A training file with no sample of one of its classes: warned of, for a

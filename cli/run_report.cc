@@ -13,6 +13,7 @@
 #include "agent/result_json.h"
 #include "cli/progress_display.h"
 #include "core/bandwidth_estimator.h"
+#include "core/chance_accuracy.h"
 #include "core/encoding_choice.h"
 #include "core/step_cost.h"
 
@@ -703,11 +704,8 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
       out << "; target " << *target << (p.reached_target ? " reached" : " not reached");
     }
     out << "), " << StoppedBy(p) << "\n";
-    // A model no better than guessing: said, where it read as a score like
-    // any other (a new user's trial asked for it). Of 3 classes or more: of
-    // 2, chance is too near what a weak model scores.
     const int classes = job.spec.data.files ? job.spec.data.files->classes : 10;  // the built-in sets have 10
-    if (classes >= 3 && *p.accuracy < 1.2 / classes) {
+    if (AboutWhatGuessingScores(*p.accuracy, classes)) {
       out << "  note: " << Fixed(*p.accuracy, 4) << " is about what guessing scores on " << classes
           << " classes (1 in " << classes << "): the model has not learned; a learning rate too high or too low, "
              "too short a budget, or labels that do not go with their samples are the usual causes\n";
