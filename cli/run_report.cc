@@ -117,7 +117,8 @@ void PrintStreams(const JobProgress& p, std::ostream& out) {
   for (const auto& w : p.workers) {
     if (!w.stream || w.stream->refused_files == 0) continue;
     out << "  worker " << w.rank << " left out " << w.stream->refused_files << " file"
-        << (w.stream->refused_files == 1 ? "" : "s") << " of its folder, the last: " << w.stream->last_refused;
+        << (w.stream->refused_files == 1 ? "" : "s") << " of its folder"
+        << (w.stream->refused_files == 1 ? ": " : ", the last it left out: ") << w.stream->last_refused;
     // Only the last is in its progress (a user's trial saw one file of
     // several named). Not "named in worker-N.log": that log goes with the
     // run's folder unless kept, and a resumed run's names none of an earlier

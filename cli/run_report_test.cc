@@ -382,7 +382,7 @@ TEST(RunReportTest, ATeamOnStreamsCountsItsIterationsInFullBatchesAndShowsEachSt
   p.workers[0].stream->refused_files = 2;
   p.workers[0].stream->last_refused = "incoming/worker-0/b.csv:1: expected 65 values, found 2";
   const std::string refused = Summary(plan, p);
-  EXPECT_NE(refused.find("  worker 0 left out 2 files of its folder, the last: incoming/worker-0/b.csv:1: "
+  EXPECT_NE(refused.find("  worker 0 left out 2 files of its folder, the last it left out: incoming/worker-0/b.csv:1: "
                                "expected 65 values, found 2 (edgetrain partition JOB.yaml names each it would "
                                "leave out now; so does worker 0's log as each was, kept with --keep-logs)\n"),
             std::string::npos)
