@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -60,9 +61,32 @@ int SayWhatAManifestsRunSaves(const EvaluateOptions& options, const std::string&
   return kExitInvalid;
 }
 
+int Evaluate(const EvaluateOptions& options, std::ostream& out, std::ostream& err);
+
 }  // namespace
 
 int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostream& err) {
+  if (!options.json) return Evaluate(options, out, err);
+  // With --json a failure ends with a JSON line too, as run's does: a script
+  // reading stdout had nothing to read (a new user's trial).
+  std::ostringstream said;
+  const int exit = Evaluate(options, out, said);
+  err << said.str();
+  if (exit == kExitOk) return exit;
+  std::string why;
+  std::istringstream lines(said.str());
+  for (std::string line; std::getline(lines, line) && why.empty();) {
+    for (const char* prefix : {"error: ", "edgetrain evaluate: "}) {
+      if (line.rfind(prefix, 0) == 0) why = line.substr(std::string(prefix).size());
+    }
+  }
+  out << agent::ResultJson({{"model", options.model_path}, {"error", why.empty() ? said.str() : why}}) << "\n";
+  return exit;
+}
+
+namespace {
+
+int Evaluate(const EvaluateOptions& options, std::ostream& out, std::ostream& err) {
   if (const std::string job = JobNameIn(options.model_path, /*training_jobs_only=*/true); !job.empty()) {
     return SayWhatAManifestsRunSaves(options, job, err);
   }
@@ -175,5 +199,7 @@ int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostrea
   }
   return kExitOk;
 }
+
+}  // namespace
 
 }  // namespace edgetrain::cli

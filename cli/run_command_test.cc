@@ -263,6 +263,13 @@ TEST_F(RunCommandTest, EvaluateGivesTheTrainedModelsTestAccuracyAgain) {
   EXPECT_EQ(missing.exit, 2);
   EXPECT_NE(missing.stderr_text.find("no model at " + (dir_ / "absent.pt").string()), std::string::npos)
       << missing.stderr_text;
+  // With --json, a JSON line all the same, as run's failures end with one.
+  Outcome missing_json = Execute({"evaluate", (dir_ / "absent.pt").string(), "--dataset", "digits", "--json"});
+  EXPECT_EQ(missing_json.exit, 2);
+  ASSERT_EQ(missing_json.stdout_lines.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(missing_json.stdout_lines[0]),
+            nlohmann::json({{"model", (dir_ / "absent.pt").string()},
+                            {"error", "no model at " + (dir_ / "absent.pt").string()}}));
   Outcome not_a_model = Execute({"evaluate", (dir_ / "out" / "model.json").string(), "--dataset", "digits"});
   EXPECT_EQ(not_a_model.exit, 2);
   EXPECT_NE(not_a_model.stderr_text.find("is not a model edgetrain can read: not a LibTorch archive (it reads the "
