@@ -106,6 +106,12 @@ std::optional<NumericArray> TypeOf(const std::string& descr) {
 StatusOr<NumericArray> ParseNpy(std::string_view bytes, std::string_view source) {
   auto bad = [&](const std::string& why) { return InvalidArgumentError(std::string(source) + ": " + why); };
   auto u8 = [&](size_t i) { return static_cast<uint8_t>(bytes[i]); };
+  // An empty file, and numpy.savez's archive of arrays, said as what they
+  // are: both read "bad magic string" (a new user's trial).
+  if (bytes.empty()) return bad("an empty file, not a NumPy .npy file");
+  if (bytes.substr(0, 4) == std::string_view("PK\x03\x04", 4)) {
+    return bad("a zip archive (numpy.savez's .npz?), not a NumPy .npy file: save each array with numpy.save");
+  }
   if (bytes.size() < 10 || bytes.substr(0, 6) != "\x93NUMPY") return bad("not a NumPy .npy file (bad magic string)");
   const int major = u8(6);
   if (major < 1 || major > 3) {

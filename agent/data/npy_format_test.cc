@@ -42,8 +42,9 @@ TEST(NpyFormatTest, RefusesWhatItCannotRead) {
     std::string bytes;
     const char* error;
   } cases[] = {
-      {"", "x.npy: not a NumPy .npy file (bad magic string)"},
-      {"PK\x03\x04 a .npz is a zip", "x.npy: not a NumPy .npy file (bad magic string)"},
+      {"", "x.npy: an empty file, not a NumPy .npy file"},
+      {"PK\x03\x04 a .npz is a zip",
+       "x.npy: a zip archive (numpy.savez's .npz?), not a NumPy .npy file: save each array with numpy.save"},
       {std::string("\x93NUMPY\x04\x00\x10\x00", 10) + std::string(16, ' '),
        "x.npy: npy version 4.0 is not supported (1.0, 2.0 or 3.0)"},
       {v1.substr(0, 40), "x.npy: truncated npy header"},
