@@ -177,6 +177,27 @@ TEST(JobPlanTest, DecodesAVggAndItsWidths) {
       << wrong.status().message();
 }
 
+// A whole-number field given a number with a fraction or an exponent: taken
+// where it is whole and fits, refused otherwise. get<int>() had cast it:
+// 1e10 became -2147483648, which turned checkpoints off (found in review).
+TEST(JobPlanTest, AWholeNumberFieldRefusesAFractionOrANumberPastIt) {
+  auto with_widths = [](const std::string& widths) {
+    return DecodeJobSpec(SpecWithModel(R"({"name": "vgg", "widths": )" + widths + "}"));
+  };
+  auto whole = with_widths("[8.0, 8, 1e1, 16]");
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  EXPECT_EQ(whole->model.widths, (std::vector<int>{8, 8, 10, 16}));
+  for (const char* widths : {"[8.5, 8]", "[1e10, 8]", "[2147483648.0, 8]", "[-2147483649.0, 8]"}) {
+    auto refused = with_widths(widths);
+    ASSERT_FALSE(refused.ok()) << widths;
+    EXPECT_NE(refused.status().message().find("spec.model.widths: "), std::string::npos)
+        << refused.status().message();
+    EXPECT_NE(refused.status().message().find("is not a whole number from -2147483648 to 2147483647"),
+              std::string::npos)
+        << refused.status().message();
+  }
+}
+
 TEST(JobPlanTest, ASlotKeepsTheGenerationItWasGivenAt) {
   JobPlan plan = APlan("team");
   plan.workers = {WorkerSlot{}, WorkerSlot{}};

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -144,12 +145,39 @@ class Reader {
                       std::to_string(std::numeric_limits<T>::max()));
         return;
       }
+      // Nor a number with a fraction or an exponent, which get<T>() casts:
+      // 1e10 became -2147483648, and checkpoints stopped (found in review).
+      if (v.is_number_float()) {
+        const double d = v.get<double>();
+        // 2^digits is one past the largest: exact in a double, as the
+        // largest of an int64_t is not.
+        const double past = std::ldexp(1.0, std::numeric_limits<T>::digits);
+        if (!std::isfinite(d) || d != std::trunc(d) || d >= past ||
+            d < static_cast<double>(std::numeric_limits<T>::min())) {
+          Fail(key, v.dump() + " is not a whole number from " + std::to_string(std::numeric_limits<T>::min()) +
+                        " to " + std::to_string(std::numeric_limits<T>::max()));
+          return;
+        }
+        out = static_cast<T>(d);
+        return;
+      }
     }
     try {
       out = v.get<T>();
     } catch (const Json::exception& e) {
       Fail(key, std::string("wrong type: ") + e.what());
     }
+  }
+  // A list's values each as one of its type is (a vgg's widths).
+  template <typename U>
+  void Convert(const char* key, const Json& v, std::vector<U>& out) {
+    if (!v.is_array()) return Fail(key, "wrong type: " + std::string(v.type_name()) + ", not a list");
+    std::vector<U> values(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      Convert(key, v[i], values[i]);
+      if (!status_->ok()) return;
+    }
+    out = std::move(values);
   }
 
   const Json& object_;
