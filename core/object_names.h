@@ -11,7 +11,7 @@ namespace edgetrain {
 // a letter or digit (a Pod's or Service's name, a TrainingJob's).
 bool IsDnsLabel(std::string_view name);
 
-// RFC 1123 subdomain: as a label, with '.' too (a Lease's name).
+// RFC 1123 subdomain: labels joined by '.' (a Lease's name).
 bool IsDnsSubdomain(std::string_view name);
 
 }  // namespace edgetrain

@@ -17,6 +17,7 @@ TEST(ObjectNamesTest, SubdomainsMayHoldDotsToo) {
   EXPECT_FALSE(IsDnsSubdomain(".lease"));
   EXPECT_FALSE(IsDnsSubdomain("lease."));
   EXPECT_FALSE(IsDnsSubdomain("Lease"));
+  for (const char* bad : {"a..b", "a.-b", "a-.b", "."}) EXPECT_FALSE(IsDnsSubdomain(bad)) << bad;
 }
 
 // std::regex recursed once a character and overflowed the stack here.
