@@ -410,9 +410,14 @@ StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t model_clock, doub
   // Until the team starts, its Welcome waits; and while a worker is asked
   // for its copy of the model, whatever the team trains on from is not known.
   for (;;) {
-    changed_.WaitUntil(lock, takeover_.asked() ? copy_due_ : kNever, [&] {
+    // Woken too when whom the team asks changes, to wait again until the
+    // new copy is due: a worker that picked itself went on to send its copy,
+    // and its teammates waited on with no time set, for as long as a copy
+    // that never came took to fail (found in review).
+    const std::optional<int> asked_before = takeover_.asked();
+    changed_.WaitUntil(lock, asked_before ? copy_due_ : kNever, [&] {
       return (members_.started() && !takeover_.asked()) || stopping_ || !members_.Current(w, stream) ||
-             takeover_.asked() == w;
+             takeover_.asked() == w || takeover_.asked() != asked_before;
     });
     // Opened above: closed again on the way out, or the job's end waited its
     // whole grace for a stream no one would close (found in review).

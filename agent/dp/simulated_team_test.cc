@@ -688,6 +688,47 @@ TEST_P(RestartTest, ACoordinatorPlacedAnewKeepsTheJobsIterationAndClock) {
   EXPECT_NE(team.log().find("s into the job"), std::string::npos) << team.log();
 }
 
+// A copy asked for that does not come (the worker's link cut after it
+// joined) is passed over once it is due, and the team starts on the next or
+// on the coordinator's own: whichever worker's thread picked the donor, its
+// own included (its teammates had then waited with no time set: found in
+// review).
+TEST(SimulatedTeamTest, ACopyOfTheModelThatDoesNotComeIsPassedOverWhenDue) {
+  TeamSetup setup = ATeamOf(3);
+  setup.node_loss_grace = seconds(2);
+  setup.budget = {};
+  setup.budget.wall_clock = seconds(60);
+  SimulatedTeam team(setup);
+  team.Run([&](SimulatedTeam& t) {
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return p.iteration >= 40; }));
+    t.KillWorker(2);
+    const size_t said_before = t.log().size();
+    t.RestartCoordinator(std::nullopt);
+    // Both left join the new coordinator, which gathers for its grace
+    // waiting for the third; then both links are cut.
+    auto said_since = [&](const std::string& text, int times) {
+      const std::string log = t.log().substr(said_before);
+      int found = 0;
+      for (size_t at = log.find(text); at != std::string::npos; at = log.find(text, at + 1)) ++found;
+      return found >= times;
+    };
+    for (int ms = 0; !said_since("joined at iteration", 2); ms += 10) {
+      ASSERT_LT(ms, 60'000) << t.log();
+      t.clock().SleepFor(milliseconds(10));
+    }
+    t.gate(0).Cut();
+    t.gate(1).Cut();
+    for (int ms = 0; !said_since("sent no copy of the model within 2 s: passed over", 1); ms += 10) {
+      ASSERT_LT(ms, 60'000) << "no copy passed over:\n" << t.log();
+      t.clock().SleepFor(milliseconds(10));
+    }
+    t.gate(0).Restore();
+    t.gate(1).Restore();
+  });
+  ASSERT_TRUE(team.result().ok()) << team.result().status().ToString() << team.log();
+  EXPECT_EQ(team.result()->stop_reason, StopReason::kWallClock) << team.log();
+}
+
 INSTANTIATE_TEST_SUITE_P(Policies, RestartTest, ::testing::Values(SyncPolicy::kRog, SyncPolicy::kDeadline),
                          [](const auto& info) { return std::string(NameOf(info.param)); });
 

@@ -1256,7 +1256,9 @@ class PipelineOperatorTest(OperatorSiteTestCase):
         self.assertEqual([l["name"] for l in status["modelCheck"]["layers"]],
                          ["0.Flatten", "1.Linear", "2.ReLU", "3.Linear"], status["modelCheck"])
         self.assertNotIn("parameters", status["modelCheck"], "the layers were timed, not the module loaded")
-        self.assertIn("; pipeline as asked: layers ", condition_of(job, "Placed")["message"])
+        # Split, or planned on one device, whichever the layers as timed here predict faster.
+        self.assertRegex(condition_of(job, "Placed")["message"],
+                         r"; pipeline as asked( \(planned as one device: the whole model as one stage\))?: layers ")
         self.assertGreater(status["progress"]["iteration"], 0)
         print(f"\nmodule as a pipeline: {condition_of(job, 'Placed')['message']}; "
               f"{status['progress']['iteration']} steps, accuracy {status['model']['accuracy']:.3f}")
