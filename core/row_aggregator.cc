@@ -85,6 +85,7 @@ Status RowAggregator::DecodePush(int w, int64_t iteration, std::span<const Pushe
   if (pushed_for_.size() < first + layout_.size()) pushed_for_.resize(first + layout_.size(), -1);
   const std::span<int64_t> pushed_for(pushed_for_.data() + first, layout_.size());
   marked_.clear();  // rows of this part marked as pushed for `iteration`, and what they were
+  again_.clear();
   auto refuse = [&](const char* why, std::string message) {
     // A refused part leaves no mark: its rows may come again.
     for (const auto& [r, before] : marked_) pushed_for[r] = before;
@@ -100,6 +101,7 @@ Status RowAggregator::DecodePush(int w, int64_t iteration, std::span<const Pushe
                     "row " + std::to_string(row.id) + " comes twice for iteration " + std::to_string(iteration));
     }
     marked_.emplace_back(row.id, pushed_for[row.id]);
+    again_.push_back(pushed_for[row.id] == EarlierStream(iteration));
     pushed_for[row.id] = iteration;
     floats += static_cast<size_t>(layout_.row(row.id).length);
   }
@@ -137,7 +139,9 @@ Status RowAggregator::DecodePush(int w, int64_t iteration, std::span<const Pushe
 
 void RowAggregator::ForgetPushes(int w) {
   const size_t first = static_cast<size_t>(w) * layout_.size();
-  if (first < pushed_for_.size()) std::fill_n(pushed_for_.begin() + static_cast<std::ptrdiff_t>(first), layout_.size(), -1);
+  for (size_t i = first; i < std::min(pushed_for_.size(), first + layout_.size()); ++i) {
+    if (pushed_for_[i] >= 0) pushed_for_[i] = EarlierStream(pushed_for_[i]);
+  }
 }
 
 StatusOr<bool> RowAggregator::ApplyPush(int w, int64_t iteration, std::span<const PushedRow> rows,
@@ -146,7 +150,8 @@ StatusOr<bool> RowAggregator::ApplyPush(int w, int64_t iteration, std::span<cons
   EDGETRAIN_RETURN_IF_ERROR(DecodePush(w, iteration, rows));
   bool stepped = false;
   size_t at = 0;
-  for (const PushedRow& row : rows) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const PushedRow& row = rows[i];
     const RowSpan& span = layout_.row(row.id);
     std::span<const float> values(decoded_.data() + at, static_cast<size_t>(span.length));
     at += values.size();
@@ -154,6 +159,11 @@ StatusOr<bool> RowAggregator::ApplyPush(int w, int64_t iteration, std::span<cons
       // Rounds: for round `iteration`, computed on the row at clock
       // iteration - 1, which has stepped already: late.
       ++late_rows_;
+    } else if (again_[i] && iteration > applied_clock_[row.id]) {
+      // Pushed for this iteration on the worker's earlier stream, and still
+      // gathered: its gradient counts once. Gathered again, a worker back
+      // before its teammates had pushed weighed twice in the mean (found in
+      // review).
     } else {
       float* gradient = gathered_.data() + span.offset;
       for (size_t i = 0; i < values.size(); ++i) gradient[i] += values[i];

@@ -64,7 +64,9 @@ class RowAggregator {
   // infinity or a value beyond kLargestGradient.
   StatusOr<bool> ApplyPush(int w, int64_t iteration, std::span<const PushedRow> rows, StalenessLedger& ledger);
   // Worker `w` starts over (a new stream, or back after being counted out):
-  // what it pushed before may come again, computed afresh, and is no duplicate.
+  // what it pushed before may come again, computed afresh, and is no
+  // duplicate; where its earlier gradient of the row and iteration is still
+  // gathered, that one counts and the new one is not added to it.
   void ForgetPushes(int w);
   // Why the last refused push was: "future_iteration", "no_such_row",
   // "row_twice", "undecodable", "not_finite" or "too_large" (a metric's label).
@@ -134,6 +136,12 @@ class RowAggregator {
   // for, -1 before; grown as workers show up.
   std::vector<int64_t> pushed_for_;
   std::vector<std::pair<size_t, int64_t>> marked_;  // the part being decoded's rows, and their marks before
+  // Per row of the part being decoded: pushed for its iteration already, on
+  // the worker's earlier stream (ForgetPushes).
+  std::vector<bool> again_;
+  // A mark of `iteration` pushed on an earlier stream: below -1, which is
+  // "never pushed", so that a new stream may push it again.
+  static int64_t EarlierStream(int64_t iteration) { return -2 - iteration; }
   std::string refusal_;
   // Whether `w` can have computed `iteration`, or why the part is refused.
   Status CheckIteration(int w, int64_t iteration, const StalenessLedger& ledger);

@@ -189,6 +189,29 @@ TEST_F(RowAggregatorTest, ARowOfAnEarlierPartOfThePushIsRefusedInALaterOne) {
   EXPECT_TRUE(model.ApplyPush(0, 2, row0, ledger).ok()) << "after a rejoin, not a duplicate";
 }
 
+// A worker back on a new stream before its teammate pushed the round's row
+// pushes it again: its gradient, still gathered from its earlier stream,
+// counts once in the mean. It had counted twice (found in review).
+TEST_F(RowAggregatorTest, AGradientPushedAgainOnANewStreamWhileStillGatheredCountsOnce) {
+  StalenessLedger ledger(2, 2, 4);
+  RowAggregator model(layout, sgd, zeros);
+  const std::vector<PushedRow> w0 = {{0, RowEncoding::kFloat32, 1, Floats({2, 4})}};
+  const std::vector<PushedRow> w1 = {{0, RowEncoding::kFloat32, 1, Floats({6, 8})}};
+  ASSERT_TRUE(model.ApplyPush(0, 1, w0, ledger).ok());
+  model.ForgetPushes(0);  // its stream broke; back
+  auto again = model.ApplyPush(0, 1, w0, ledger);
+  ASSERT_TRUE(again.ok()) << "not refused as a duplicate";
+  EXPECT_FALSE(*again);
+  ASSERT_TRUE(model.ApplyPush(1, 1, w1, ledger).ok());
+  EXPECT_EQ(model.version(0), 1);
+  EXPECT_FLOAT_EQ(model.row_values(0)[0], -4) << "minus the mean of 2 and 6, worker 0's counted once";
+  EXPECT_FLOAT_EQ(model.row_values(0)[1], -6);
+  // Its next iteration's is gathered as any.
+  ASSERT_TRUE(model.ApplyPush(0, 2, w0, ledger).ok());
+  ASSERT_TRUE(model.ApplyPush(1, 2, w1, ledger).ok());
+  EXPECT_FLOAT_EQ(model.row_values(0)[0], -8);
+}
+
 // No worker computes an iteration past what the rows it was sent allow (each
 // at most S behind it): a push beyond is refused whole, as any bad push,
 // before it moves a clock.
