@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "agent/transport/message_parts.h"
+#include "agent/transport/transport.h"
 #include "core/finite_step.h"
 
 namespace edgetrain::agent {
@@ -373,9 +374,14 @@ std::string Coordinator::QuarantineLocked(int w) const {
   return std::to_string(refused_pushes_[w]) + " pushes refused, the last " + last_refusal_[w];
 }
 
-StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t model_clock, double job_elapsed_s, double job_energy_j) {
+StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t generation, int64_t model_clock, double job_elapsed_s,
+                                                double job_energy_j) {
   std::unique_lock lock(mu_);
   if (stopping_) return StoppingError();
+  // Its Hello was admitted before the lock: a plan adopted since may have
+  // given its slot anew, and the worker fenced out had trained on as current
+  // (found in review).
+  EDGETRAIN_RETURN_IF_ERROR(CheckSlotHeld(generation, slot_since_[w], plan_generation_.load()));
   // FailedPrecondition: the worker gives up rather than ask again.
   // With the last refusal's words, which its log then holds: a team whose
   // every worker was turned away showed the user only "the last too_large",

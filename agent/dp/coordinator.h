@@ -148,8 +148,8 @@ class Coordinator final : public TrainingEngine {
   Status SaveModel(const std::string& path) override;
 
   // The service's side. A stream `stream` of worker `w`, whose Hello says its
-  // copy of the model is at `model_clock` (its least row clock), is opened by
-  // Join, which waits for the team to start and returns the stream number and
+  // copy of the model is at `model_clock` (its least row clock) and is of
+  // plan generation `generation`, is opened by Join, which waits for the team to start and returns the stream number and
   // the Welcome to send (Cancelled once the job is over) — or, to the worker
   // whose copy the team is to train on from (core/model_takeover.h),
   // `send_model`: ask it for its copy, and hand that to TakeModel, which
@@ -159,7 +159,7 @@ class Coordinator final : public TrainingEngine {
     WelcomeMessage welcome;
     bool send_model = false;
   };
-  StatusOr<Joined> Join(int w, int64_t model_clock = 0, double job_elapsed_s = 0, double job_energy_j = 0);
+  StatusOr<Joined> Join(int w, int64_t generation, int64_t model_clock, double job_elapsed_s, double job_energy_j);
   // The copy Join asked `w` for: the team trains on from it. An error (a row
   // missing, twice, of another length or not finite) passes `w` over, and the
   // next worker furthest along is asked, or the coordinator keeps its own; the

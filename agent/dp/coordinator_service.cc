@@ -171,7 +171,7 @@ Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_strea
   // Its offer as figures that can be: a NaN job clock made a duration of
   // nothing a conversion defines (found in review).
   EDGETRAIN_ASSIGN_OR_RETURN(Coordinator::Joined joined,
-                             coordinator_.Join(w, std::max<int64_t>(0, hello.model_clock()),
+                             coordinator_.Join(w, hello.plan_generation(), std::max<int64_t>(0, hello.model_clock()),
                                                Measure(hello.job_elapsed_seconds(), kLongestSeconds),
                                                Measure(hello.job_energy_joules(), 1e15)));
   std::atomic<bool> gone{false};

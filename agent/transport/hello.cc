@@ -18,6 +18,12 @@ v1::Hello MakeHello(const std::string& job, int64_t plan_generation, int rank) {
   return hello;
 }
 
+Status CheckSlotHeld(int64_t generation, int64_t slot_since, int64_t plan_generation) {
+  if (generation >= slot_since) return Status::Ok();
+  return FailedPreconditionError("plan generation " + std::to_string(generation) + " is not the current " +
+                                 std::to_string(plan_generation) + "; the job was re-planned, restart with the new plan");
+}
+
 Status CheckHello(const v1::Hello& hello, const std::string& job, int64_t slot_since, int64_t plan_generation,
                   int world) {
   if (hello.protocol_version() != v1::PROTOCOL_VERSION_CURRENT) {
@@ -34,11 +40,7 @@ Status CheckHello(const v1::Hello& hello, const std::string& job, int64_t slot_s
     return UnavailableError(std::string(kBehindPlan) + std::to_string(hello.plan_generation()) + " yet (it has " +
                             std::to_string(plan_generation) + ")");
   }
-  if (hello.plan_generation() < slot_since) {
-    return FailedPreconditionError("plan generation " + std::to_string(hello.plan_generation()) +
-                                   " is not the current " + std::to_string(plan_generation) +
-                                   "; the job was re-planned, restart with the new plan");
-  }
+  EDGETRAIN_RETURN_IF_ERROR(CheckSlotHeld(hello.plan_generation(), slot_since, plan_generation));
   if (hello.rank() < 0 || hello.rank() >= world) {
     return FailedPreconditionError("rank " + std::to_string(hello.rank()) + " is outside this job's " +
                                    std::to_string(world) + " workers");

@@ -134,6 +134,9 @@ v1::Hello MakeHello(const std::string& job, int64_t plan_generation, int rank);
 // at (`slot_since`) and the job's current one.
 Status CheckHello(const v1::Hello& hello, const std::string& job, int64_t slot_since, int64_t plan_generation,
                   int world);
+// CheckHello's test that a hello of `generation` is of its slot's plan, not
+// one from before the slot was given anew at `slot_since`.
+Status CheckSlotHeld(int64_t generation, int64_t slot_since, int64_t plan_generation);
 // Whether CheckHello's refusal (as it crossed the wire) says the coordinator
 // has not adopted the worker's newer plan yet: worth asking again, but only
 // once the kubelet may have refreshed the coordinator's copy, not at once.
