@@ -120,7 +120,11 @@ class WorkerRun {
         }
       }
       if (!stream) break;
-      if (uplink_) stream = std::make_unique<ShapedCoordinatorStream>(std::move(stream), *uplink_, clock_);
+      // Told to stop, a send waiting on a link that is down gives up.
+      if (uplink_) {
+        stream = std::make_unique<ShapedCoordinatorStream>(std::move(stream), *uplink_, clock_,
+                                                           [this] { return cancel_.load(); });
+      }
       if (options_.gate) stream = std::make_unique<GatedCoordinatorStream>(std::move(stream), *options_.gate);
 
       v1::WorkerMessage hello;
@@ -139,6 +143,23 @@ class WorkerRun {
         }
       }
       const TimePoint hello_sent = clock_.Now();
+      // Told to stop while the handshake waits - on its link, on a team
+      // still gathering (up to the node-loss grace), on a copy of the model
+      // asked for - the stream is closed, which ends the wait: the worker
+      // had heeded SIGTERM only once the wait was over (found in review).
+      // (SIGTERM sets a flag no one is notified of: looked at every 20 ms.)
+      std::mutex handshake_mu;
+      ClockCondition handshake_over(clock_);
+      bool handshaking = true;
+      ClockThread watch = clock_.StartThread("worker handshake watch " + std::to_string(options_.rank), [&] {
+        std::unique_lock lock(handshake_mu);
+        while (!handshake_over.WaitFor(lock, std::chrono::milliseconds(20), [&] { return !handshaking; })) {
+          if (cancel_.load()) {
+            stream->Close();
+            return;
+          }
+        }
+      });
       // A hello the stream did not take is no answer: the stream's end,
       // read next, says why. A coordinator that refused this worker's
       // certificate at once had its refusal read as "hello not sent", which
@@ -148,6 +169,16 @@ class WorkerRun {
       if (first.ok() && first->has_send_model()) {
         (void)stream->Send(CopyOfModel());
         first = stream->Receive();
+      }
+      {
+        std::lock_guard lock(handshake_mu);
+        handshaking = false;
+        handshake_over.NotifyAll();
+      }
+      watch.Join();
+      if (cancel_.load()) {
+        stream->Close();
+        break;
       }
       if (!first.ok()) {
         if (first.status().code() == StatusCode::kFailedPrecondition) return first.status();
