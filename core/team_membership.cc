@@ -29,7 +29,6 @@ uint64_t TeamMembership::Open(int w, TimePoint now, StalenessLedger& ledger) {
   m.connected = true;
   m.counted_out = false;
   m.owes_welcome = false;  // the Welcome that opens the stream is the one it is owed
-  m.welcoming = false;
   ++m.welcome;
   m.resume_after = ledger.Rejoin(w);
   m.deadline.Restart(now);
@@ -60,12 +59,7 @@ PushFate TeamMembership::Push(int w, int64_t welcome, TimePoint now, StalenessLe
   return welcome == m.welcome ? PushFate::kApplied : PushFate::kStaleWelcome;
 }
 
-void TeamMembership::Welcoming(int w) { members_[w].welcoming = true; }
-
-void TeamMembership::Welcomed(int w, TimePoint now) {
-  members_[w].welcoming = false;
-  members_[w].deadline.Restart(now);
-}
+void TeamMembership::Welcomed(int w, TimePoint now) { members_[w].deadline.Restart(now); }
 
 void TeamMembership::UplinkMeasured(int w, double mbps, int64_t least_message_bytes) {
   if (mbps <= 0) return;
@@ -77,7 +71,7 @@ std::vector<CountedOut> TeamMembership::CountOutOverdue(TimePoint now, Staleness
   std::vector<CountedOut> out;
   for (int w = 0; w < static_cast<int>(members_.size()); ++w) {
     Member& m = members_[w];
-    if (!m.connected || m.counted_out || m.welcoming || !ledger.active(w) || !m.deadline.Overdue(now)) continue;
+    if (!m.connected || m.counted_out || !ledger.active(w) || !m.deadline.Overdue(now)) continue;
     m.counted_out = true;
     ledger.Deactivate(w);
     out.push_back({w, now - m.deadline.last_arrival(), m.deadline.Deadline()});

@@ -80,14 +80,8 @@ class TeamMembership {
 
   // A push of `w` on its current stream, building on welcome `welcome`.
   PushFate Push(int w, int64_t welcome, TimePoint now, StalenessLedger& ledger);
-  // The Welcome that opens `w`'s stream is owed, then being sent: until it
-  // has gone through it cannot push, and is not counted out for its silence.
-  // A whole model can take seconds on a slow link, longer than the deadline
-  // its pushes taught: counted out mid-send, its first push was dropped and
-  // another Welcome sent, its rejoin counted twice (found in review); and so
-  // were workers held for a copy of the model a while.
-  void Welcoming(int w);
-  // That Welcome has gone through at `now`: its deadline counts from here.
+  // A Welcome to `w` is being sent (or has gone through, `now`): its deadline
+  // counts from here, since a whole model can take seconds on a slow link.
   void Welcomed(int w, TimePoint now);
   // `w`'s uplink was measured at `mbps`, and the least message it sends is
   // `least_message_bytes`. Between two pushes it sends small ones every
@@ -132,7 +126,6 @@ class TeamMembership {
     bool connected = false;
     bool counted_out = false;
     bool owes_welcome = false;
-    bool welcoming = false;  // Welcoming: its stream's opening Welcome not through yet
     int64_t welcome = 0;
     int64_t resume_after = 0;
     // Workers push at least every 20 ms (worker.cc), so a link is judged dead

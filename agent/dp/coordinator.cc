@@ -392,7 +392,6 @@ StatusOr<Coordinator::Joined> Coordinator::Join(int w, int64_t generation, int64
   }
   // A new stream from a known rank: the worker restarted or reconnected.
   const uint64_t stream = members_.Open(w, clock_.Now(), ledger_);
-  members_.Welcoming(w);
   // A worker back before its old stream was seen to close is credited up to
   // its teammates' clocks, which may move a row's: it steps now, on what the
   // others pushed, as when a worker leaves. Its Welcome had carried rows at
