@@ -213,6 +213,11 @@ Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_strea
         break;
       }
       if (!message->has_push()) continue;
+      if (!coordinator_.Receive(w, joined.stream, ToArriving(*message, arrived)).ok()) break;
+      // Of a push the coordinator took, on the rank's current stream: a
+      // superseded or fenced-out one's (another device's, once its slot is
+      // given anew) had dealt this rank's batches and injection too (found
+      // in review).
       if (message->push().has_stats()) {
         const v1::WorkerStats& stats = message->push().stats();
         if (injection_) injection_->Wanted(w, stats.injection_wanted());
@@ -222,7 +227,6 @@ Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_strea
                                   Measure(stats.sample_seconds(), kLongestSeconds)});
         }
       }
-      if (!coordinator_.Receive(w, joined.stream, ToArriving(*message, arrived)).ok()) break;
     }
   }
   gone = true;
