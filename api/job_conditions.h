@@ -51,6 +51,9 @@ inline constexpr const char* kOutputClaimMissing = "OutputClaimMissing";
 // An Event: a ConfigMap or claim with the job's own files (spec.data.volume,
 // spec.model.torchscript.configMap) does not exist (its pods wait to mount it)
 inline constexpr const char* kFilesMissing = "FilesMissing";
+// An Event: a value the job's agents wrote (its /progress, a termination
+// message) is of another type than edgetrain's agents write: its pass fails
+inline constexpr const char* kAgentOutputUnreadable = "AgentOutputUnreadable";
 inline constexpr const char* kSuspended = "Suspended";
 inline constexpr const char* kCheckingModel = "CheckingModel";      // an agent is loading the TorchScript module first
 inline constexpr const char* kModelChecked = "ModelChecked";        // (an Event) it loaded, and its size is known

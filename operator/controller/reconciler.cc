@@ -95,8 +95,15 @@ StatusOr<ReconcileOutcome> Reconciler::Reconcile(const std::string& key) {
   try {
     return ReconcileOnce(key);
   } catch (const std::exception& e) {
-    return InternalError(std::string("a value this job's agents wrote (its /progress or a termination message) is "
-                                     "not what edgetrain's agents write: ") + e.what());
+    const std::string why = std::string("a value this job's agents wrote (its /progress or a termination message) "
+                                        "is not what edgetrain's agents write: ") + e.what();
+    // Said on the job too: the pass fails before it writes a status, and
+    // kubectl describe showed nothing of why the job stood still (found in
+    // review). Alike each time, the Event counts on.
+    if (const std::optional<Json> object = jobs_.Get(key)) {
+      events_.Record(*object, "Warning", reason::kAgentOutputUnreadable, why + "; its pass is retried with back-off");
+    }
+    return InternalError(why);
   }
 }
 

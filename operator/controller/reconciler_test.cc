@@ -921,6 +921,12 @@ TEST_F(ReconcilerTest, AProgressOfValuesOfUnexpectedTypesFailsThePassNotTheOpera
   EXPECT_EQ(outcome.status().code(), StatusCode::kInternal);
   EXPECT_NE(outcome.status().message().find("not what edgetrain's agents write"), std::string::npos)
       << outcome.status().message();
+  // Said on the job, where kubectl describe shows it.
+  int said = 0;
+  for (const Json& e : api_.All(kube::kEvents)) {
+    if (e.value("reason", "") == api::reason::kAgentOutputUnreadable) ++said;
+  }
+  EXPECT_EQ(said, 1);
   // Served as edgetrain's agents serve it, the job is followed again.
   progress_.by_ip[ip] = {{"state", "training"}, {"iteration", 12}, {"samples", 768}};
   Reconcile(key);
