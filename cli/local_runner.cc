@@ -90,6 +90,11 @@ class MadeOutputFolder {
   }
   MadeOutputFolder(const MadeOutputFolder&) = delete;
   MadeOutputFolder& operator=(const MadeOutputFolder&) = delete;
+  // Another run holds it (it made it too, at the same moment): it is that
+  // run's to keep. Removed while still empty, the other run's lock was on a
+  // folder gone, and the folder made anew by its writes unlocked (found in
+  // review).
+  void Keep() { made_.clear(); }
   ~MadeOutputFolder() {
     for (const fs::path& p : made_) {
       std::error_code ec;
@@ -987,7 +992,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   }
   // Before loading data or measuring layers: a folder the model cannot go to
   // fails the run now, not after it.
-  const MadeOutputFolder made_output(plan.job.output_dir);
+  MadeOutputFolder made_output(plan.job.output_dir);
   if (Status writable = CheckWritableFolder(plan.job.output_dir); !writable.ok()) {
     err << "error: " << writable.message() << " (spec.output.path, or --output)\n";
     // The path given, not the run, is at fault: the same command fails the
@@ -997,6 +1002,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   // One run at a time into it (cli/output_folder_lock.h), held to the end.
   StatusOr<OutputFolderLock> output_lock = OutputFolderLock::Take(plan.job.output_dir);
   if (!output_lock.ok()) {
+    made_output.Keep();
     err << "error: " << output_lock.status().message() << "\n";
     return kExitInvalid;
   }
