@@ -5,8 +5,7 @@
 #include <filesystem>
 #include <optional>
 
-#include <fstream>
-
+#include "agent/storage/atomic_file.h"
 #include "cli/run_report.h"
 #include "core/duration_text.h"
 #include "core/exit_codes.h"
@@ -72,8 +71,12 @@ StatusOr<AgentAnswer> AskAgent(const std::vector<std::string>& command, const st
 }
 
 StatusOr<ChildProcess> AgentLauncher::StartCoordinator() {
-  std::ofstream(plan_path_) << EncodeJobPlan(plan_.job);
-  if (!fs::exists(plan_path_)) return FailedPreconditionError("cannot write " + plan_path_);
+  // Written whole or not at all: on a full disk an empty plan.json had been
+  // left, which the agent refused as bad input (exit 2, its logs removed)
+  // where the machine was at fault (found in review).
+  if (Status written = agent::WriteFileAtomically(plan_path_, EncodeJobPlan(plan_.job)); !written.ok()) {
+    return UnavailableError("cannot write the agents' plan: " + written.message());
+  }
   const JobPlan& plan = plan_.job;
   std::vector<std::string> flags = {"--role=coordinator", "--job=" + plan.job, "--rank=0",
                                     "--world=" + std::to_string(plan.spec.parallelism.workers), "--plan=" + plan_path_,
