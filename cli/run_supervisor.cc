@@ -139,7 +139,7 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
   if (!stopping) NoteLostWorkers(display, watch, /*at_end=*/true);
   outcome.lost_workers = static_cast<int>(ended_.size());
   outcome.ended = ended_;
-  StopTeam(outcome);
+  StopTeam(outcome, watch.forced);
   if (!outcome.result && outcome.failure.empty()) {
     // A pipeline's by its name there (a user's trial read of "the coordinator"
     // of a job whose docs name only its head).
@@ -385,8 +385,19 @@ void RunSupervisor::NoteStoppedAgents(ProgressDisplay& display) {
   }
 }
 
-void RunSupervisor::StopTeam(Supervision& outcome) {
-  outcome.coordinator_exit = coordinator_.Wait(times_.stop_grace);
+int RunSupervisor::WaitUntil(WatchedProcess& agent, TimePoint by, const std::function<bool()>& forced) {
+  // In slices, so that a second Ctrl-C, which the README says kills the
+  // agents, is heeded: these waits had held it for up to 15 s each (found in
+  // review).
+  while (clock_.Now() < by) {
+    if (agent.ExitsWithin(std::min<Duration>(by - clock_.Now(), std::chrono::milliseconds(100)))) break;
+    if (forced && forced()) break;
+  }
+  return agent.Wait(Duration::zero());  // reaped, or SIGKILLed now
+}
+
+void RunSupervisor::StopTeam(Supervision& outcome, const std::function<bool()>& forced) {
+  outcome.coordinator_exit = WaitUntil(coordinator_, clock_.Now() + times_.stop_grace, forced);
   // Workers that heard Stop (or were signalled with the coordinator) are gone
   // already; one behind a dead link did not hear it and would keep trying to
   // reconnect: it is told to stop.
@@ -405,7 +416,7 @@ void RunSupervisor::StopTeam(Supervision& outcome) {
   const TimePoint killed_by = clock_.Now() + (pipeline ? times_.worker_stop_grace : times_.stop_grace);
   std::vector<int> killed;
   for (size_t i = 0; i < workers_.size(); ++i) {
-    const int status = workers_[i]->Wait(std::max(killed_by - clock_.Now(), Duration::zero()));
+    const int status = WaitUntil(*workers_[i], killed_by, forced);
     if (told[i] && status == 128 + SIGKILL) killed.push_back(ranks_[i]);
   }
   if (killed.empty()) return;

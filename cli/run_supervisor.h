@@ -147,7 +147,13 @@ class RunSupervisor {
   // continued: a Ctrl-C to a run whose coordinator was stopped waited out its
   // 30 s and killed it, saving nothing.
   static void TellToStop(WatchedProcess& agent);
-  void StopTeam(Supervision& outcome);
+  // Once the coordinator has its result: the agents still there are waited
+  // for, told to stop, and killed past their grace, or at once when `forced`
+  // (asked again to stop) says so.
+  void StopTeam(Supervision& outcome, const std::function<bool()>& forced);
+  // `agent`'s exit status, waited for until `by`, or at once SIGKILLed when
+  // `forced` says so.
+  int WaitUntil(WatchedProcess& agent, TimePoint by, const std::function<bool()>& forced);
 
   std::string job_;
   WatchedProcess& coordinator_;

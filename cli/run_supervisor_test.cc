@@ -189,6 +189,24 @@ TEST_F(RunSupervisorTest, AStageAgentThatOutstaysTheEndIsKilledSoonAfter) {
   EXPECT_EQ(outcome.lost_workers, 1) << "its log is kept";
 }
 
+// Asked a second time to stop while the job's end waits on a worker deaf to
+// SIGTERM, the runner kills it at once: that wait had held a second Ctrl-C
+// for up to 15 s (found in review).
+TEST_F(RunSupervisorTest, ASecondInterruptAtTheEndKillsAWorkerThatOutstaysIt) {
+  coordinator_.Says(seconds(3), kResult).ExitsAt(seconds(3) + milliseconds(100), 0);
+  workers_[0]->ExitsAt(seconds(3) + milliseconds(500), 0);
+  workers_[1]->OnSignal(SIGTERM, [](ScriptedAgent&) {});  // deaf to it
+  bool forced = false;
+  watch_.forced = [&] {
+    if (coordinator_.Elapsed() >= seconds(7)) forced = true;  // the second Ctrl-C
+    return forced;
+  };
+  Supervision outcome = Run(StopOrder::kAllAtOnce);
+  ASSERT_TRUE(outcome.result.has_value());
+  EXPECT_EQ(workers_[1]->signals, (std::vector<int>{SIGTERM, SIGKILL}));
+  EXPECT_LT(coordinator_.Elapsed(), seconds(7) + milliseconds(200)) << "not its --stop-grace of 15 s";
+}
+
 // A team's worker gets --stop-grace once told: it may be finishing a step (at
 // a slowdown of 20, seconds), after which it prints its own account of its
 // energy, which the summary reads.
