@@ -257,6 +257,12 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   run_command->add_option("--progress-log", run.progress_log, "record every progress snapshot as a JSON line")
       ->option_text("FILE");
   AddLinkCommandTimeout(*run_command, run.link_command_timeout, "with --links netns, how long");
+  AddDuration(run_command, "--interrupt-grace", run.interrupt_grace, std::chrono::milliseconds(1), "2m",
+              "told to stop (Ctrl-C, a failure), how long the agents have to save where they got to and report "
+              "before they are killed (default 30s; a second Ctrl-C kills them at once)");
+  AddDuration(run_command, "--stop-grace", run.stop_grace, std::chrono::milliseconds(1), "1m",
+              "once the job has ended, how long the coordinator, then a team's workers still running, have to exit "
+              "before they are killed (default 15s)");
   AddDuration(run_command, "--progress-every", run.progress_every, std::chrono::milliseconds(1), "10ms",
               "how often the coordinator refreshes /progress (default 100ms); benchmarks that time from it set it "
               "finer");

@@ -44,7 +44,7 @@ TEST(CommandLineTest, ReadsEveryOptionOfRun) {
                     "--threads", "2", "--http-port", "9100", "--keep-logs", "--progress-log", "p.jsonl", "--agent",
                     "/bin/true", "--fresh", "--stages", "even", "--no-curves", "--observe", "--observe-port", "0",
                     "--observe-keep", "90s", "--observe-rules", "alerts.yaml", "--insecure", "--progress-every",
-                    "10ms", "--link-command-timeout", "3s"});
+                    "10ms", "--link-command-timeout", "3s", "--interrupt-grace", "2m", "--stop-grace", "1m"});
   ASSERT_EQ(p.exit(), -1) << p.err;
   const RunOptions& run = p.line().run;
   EXPECT_EQ(p.line().command, Command::kRun);
@@ -68,7 +68,11 @@ TEST(CommandLineTest, ReadsEveryOptionOfRun) {
   EXPECT_EQ(run.observe_rules, "alerts.yaml");
   EXPECT_TRUE(run.insecure);
   EXPECT_EQ(run.link_command_timeout, std::chrono::seconds(3));
+  EXPECT_EQ(run.interrupt_grace, std::chrono::minutes(2));
+  EXPECT_EQ(run.stop_grace, std::chrono::minutes(1));
   EXPECT_EQ(Parse({"run", "job.yaml"}).line().run.link_command_timeout, kDefaultLinkCommandTimeout);
+  EXPECT_EQ(Parse({"run", "job.yaml"}).line().run.interrupt_grace, std::chrono::seconds(30));
+  EXPECT_EQ(Parse({"run", "job.yaml"}).line().run.stop_grace, std::chrono::seconds(15));
   EXPECT_TRUE(Parse({"run", "job.yaml"}).line().run.curves) << "curves are drawn unless asked not to";
   EXPECT_FALSE(Parse({"run", "job.yaml"}).line().run.insecure) << "mutual TLS unless asked not to";
 }

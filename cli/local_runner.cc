@@ -120,7 +120,6 @@ std::string WhatAnEarlierCheckpointGives(const std::string& path) {
   return "that run finished, so a run again starts over, with --fresh or without";
 }
 
-constexpr std::chrono::seconds kStopGrace{15};
 // Drawing a run of days takes seconds; past this the picture is given up.
 constexpr std::chrono::seconds kDrawGrace{60};
 // Debian's Prometheus starts in about a second; a loaded machine may take more.
@@ -175,7 +174,7 @@ void ServeAfterTheRun(RunObserver& observer, const RunOptions& options, const st
     }
     clock.SleepFor(std::chrono::milliseconds(100));
   }
-  observer.Stop(kStopGrace);
+  observer.Stop(options.stop_grace);
 }
 
 // Where the series stay once the run's Prometheus has stopped: an interrupted
@@ -1114,7 +1113,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     for (auto& w : workers) w.Signal(SIGTERM);
     if (coordinator) {
       coordinator->Signal(SIGTERM);
-      coordinator->Wait(kStopGrace);
+      coordinator->Wait(options.stop_grace);
     }
     if (log_name.empty()) log_name = launcher.coordinator_log();
     const std::string log = (folder->path() / log_name).string();
@@ -1245,7 +1244,10 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   }
   std::vector<WatchedProcess*> team;
   for (auto& w : workers) team.push_back(&w);
-  RunSupervisor supervisor(job.name, *coordinator, team, clock, err, {},
+  SupervisionTimes times;
+  times.interrupt_grace = options.interrupt_grace;
+  times.stop_grace = options.stop_grace;
+  RunSupervisor supervisor(job.name, *coordinator, team, clock, err, times,
                            plan.job.pipeline ? StopOrder::kCoordinatorFirst : StopOrder::kAllAtOnce, worker_ranks);
   std::vector<std::string> nodes;
   for (const WorkerSlot& slot : plan.devices) nodes.push_back(slot.node);
@@ -1291,7 +1293,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     err << "observe: Prometheus ended during the run (" << *ended
         << "; its log: " << (observer->dir() / "prometheus.log").string()
         << "): the series it scraped before then are kept, and nothing serves them now\n";
-    observer->Stop(kStopGrace);
+    observer->Stop(options.stop_grace);
     SayWhereTheSeriesStay(*observer, err);
   } else if (observer && !HoldsTheRun(*observer)) {
     // Neither served nor said to stay: that line and the two after it said

@@ -56,6 +56,14 @@ struct RunOptions {
   std::string observe_rules;  // a Prometheus rules file it evaluates (dashboards/alerts.yaml); empty: none
   // How long each `ip` or `tc` of kernel-shaped links may take (--links netns).
   Duration link_command_timeout = kDefaultLinkCommandTimeout;
+  // Told to stop (Ctrl-C, a failure), how long the agents have to save and
+  // report before they are killed (--interrupt-grace); and, once the job
+  // has ended, how long the coordinator, then a team's workers still there,
+  // have to exit (--stop-grace). A model that takes longer to save on slow
+  // storage was killed half saved, with no way to give it longer (found in
+  // review).
+  Duration interrupt_grace = std::chrono::seconds(30);
+  Duration stop_grace = std::chrono::seconds(15);
 };
 
 }  // namespace edgetrain::cli
