@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "cli/child_process.h"
 #include "core/duration_text.h"
@@ -78,10 +79,21 @@ Status RunKernelCommand(const std::vector<std::string>& argv, Duration timeout, 
     message.append(buf, static_cast<size_t>(n));
   }
   ::close(err[0]);
-  if (timed_out) ::kill(-pid, SIGKILL);  // with whatever it started
+  // Killed, a command may still not end: one held in the kernel (waiting on
+  // its network lock, the hang this limit is for) heeds SIGKILL only once it
+  // has the lock, and a wait without a bound hung the runner as before
+  // (found in review). It is given as long again, then left behind.
+  std::optional<TimePoint> left_at;
+  const auto kill_it = [&] {
+    timed_out = true;
+    ::kill(-pid, SIGKILL);  // with whatever it started
+    left_at = After(clock, timeout);
+  };
+  if (timed_out) kill_it();
+  const std::string command = Joined(argv);
   int status = 0;
   for (;;) {
-    const pid_t waited = ::waitpid(pid, &status, timed_out ? 0 : WNOHANG);
+    const pid_t waited = ::waitpid(pid, &status, WNOHANG);
     if (waited == pid) break;
     if (waited < 0) {
       if (errno == EINTR) continue;
@@ -91,14 +103,15 @@ Status RunKernelCommand(const std::vector<std::string>& argv, Duration timeout, 
     }
     // Its stderr closed and it still running: its exit is moments away, or it
     // closed its stderr and hangs.
-    if (clock.Now() >= deadline) {
-      timed_out = true;
-      ::kill(-pid, SIGKILL);
-      continue;
+    if (!left_at && clock.Now() >= deadline) kill_it();
+    if (left_at && clock.Now() >= *left_at) {
+      return DeadlineExceededError("`" + command + "` did not finish within " + FormatDuration(timeout) +
+                                   ", and had not ended " + FormatDuration(timeout) +
+                                   " after it was killed (held in the kernel?): left behind (" + limit_flag +
+                                   " sets the limit)");
     }
-    ::poll(nullptr, 0, std::min(5, MillisUntil(clock, deadline)));
+    ::poll(nullptr, 0, std::min(5, MillisUntil(clock, left_at ? *left_at : deadline)));
   }
-  const std::string command = Joined(argv);
   if (timed_out) {
     return DeadlineExceededError("`" + command + "` did not finish within " + FormatDuration(timeout) +
                                  " and was killed (" + limit_flag + " sets the limit)");
