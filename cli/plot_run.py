@@ -419,7 +419,17 @@ def draw(snapshots, evaluations, out, title, names):
             if limits:
                 ax.set_xlim(*limits)
     fig.tight_layout()
-    fig.savefig(out, dpi=80)
+    # Drawn beside it, then put in its place: killed mid-save (the runner's
+    # time limit, or the runner itself killed), it had left a torn picture
+    # where the earlier run's was (found in review).
+    base, ext = os.path.splitext(out)
+    drawing = f"{base}.drawing-{os.getpid()}{ext}"
+    try:
+        fig.savefig(drawing, dpi=80)
+        os.replace(drawing, out)
+    finally:
+        if os.path.exists(drawing):
+            os.remove(drawing)
 
 
 def main():
