@@ -70,6 +70,10 @@ int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostr
                                      (fs::path(options.log_dir) / ("rank-" + std::to_string(rank) + ".log")).string());
     if (!child.ok()) {
       err << "error: " << child.status().message() << "\n";
+      // The ranks started, with whatever they started: their destructors
+      // kill each rank alone, and a launcher's children lived on (found in
+      // review).
+      for (auto& r : ranks) ::kill(-r.pid(), SIGKILL);
       return kExitFailed;
     }
     ranks.push_back(std::move(*child));
