@@ -16,7 +16,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr std::chrono::milliseconds kPollEvery{200};
-constexpr std::chrono::seconds kStartupTimeout{60};
 // How long an agent that closed its stdout has to end, for its exit code.
 constexpr std::chrono::seconds kExitGrace{5};
 
@@ -139,7 +138,7 @@ StatusOr<std::string> AgentLauncher::Await(ChildProcess& agent, const std::strin
   const std::string awaited = what == "http"        ? "served its HTTP port"
                               : what == "listening" ? "listened for its team"
                                                     : "said `" + what + "`";
-  const TimePoint deadline = clock_.Now() + kStartupTimeout;
+  const TimePoint deadline = clock_.Now() + start_timeout_;
   while (clock_.Now() < deadline) {
     if (interrupted_ && interrupted_->load()) return CancelledError("interrupted while " + agent_name + " started");
     auto line = agent.ReadLine(kPollEvery);
@@ -170,8 +169,8 @@ StatusOr<std::string> AgentLauncher::Await(ChildProcess& agent, const std::strin
       return UnavailableError(ended);
     }
   }
-  return DeadlineExceededError(agent_name + " had not " + awaited + " within " +
-                               std::to_string(kStartupTimeout.count()) + " s of its start");
+  return DeadlineExceededError(agent_name + " had not " + awaited + " within " + FormatDuration(start_timeout_) +
+                               " of its start (--start-timeout sets the limit)");
 }
 
 std::string DescribeEndpoints(const std::vector<AgentEndpoint>& endpoints, bool pipeline) {

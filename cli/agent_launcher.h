@@ -71,6 +71,10 @@ class AgentLauncher {
   // ends at once, Cancelled. Each wait had run to its 60 s, the interrupt
   // unheard, then blamed the agent (found in review).
   void SetInterrupt(const std::atomic<bool>* interrupted) { interrupted_ = interrupted; }
+  // How long an agent has to start (load LibTorch and its data, serve HTTP,
+  // listen for its team): a data set that took longer to load failed the
+  // run, with nothing to give it longer (found in review).
+  void SetStartTimeout(Duration timeout) { start_timeout_ = timeout; }
   // Starts worker `rank`: a data-parallel worker, or a pipeline's stage
   // agent when the plan has a pipeline. The team's workers are all started
   // before any is waited for: each loads LibTorch and its data for seconds,
@@ -106,6 +110,7 @@ class AgentLauncher {
   std::vector<std::string> transport_;
   std::optional<Duration> progress_every_;
   const std::atomic<bool>* interrupted_ = nullptr;
+  Duration start_timeout_ = kDefaultStartTimeout;
   Clock& clock_;
   std::string plan_path_;
   std::string coordinator_log_;

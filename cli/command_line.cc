@@ -260,6 +260,9 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
   AddDuration(run_command, "--interrupt-grace", run.interrupt_grace, std::chrono::milliseconds(1), "2m",
               "told to stop (Ctrl-C, a failure), how long the agents have to save where they got to and report "
               "before they are killed (default 30s; a second Ctrl-C kills them at once)");
+  AddDuration(run_command, "--start-timeout", run.start_timeout, std::chrono::milliseconds(1), "5m",
+              "how long each agent has to start, its data loaded, before the run fails (default " +
+                  FormatDuration(kDefaultStartTimeout) + ")");
   AddDuration(run_command, "--stop-grace", run.stop_grace, std::chrono::milliseconds(1), "1m",
               "once the job has ended, how long the coordinator, then a team's workers still running, have to exit "
               "before they are killed (default 15s)");

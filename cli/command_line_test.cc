@@ -44,7 +44,8 @@ TEST(CommandLineTest, ReadsEveryOptionOfRun) {
                     "--threads", "2", "--http-port", "9100", "--keep-logs", "--progress-log", "p.jsonl", "--agent",
                     "/bin/true", "--fresh", "--stages", "even", "--no-curves", "--observe", "--observe-port", "0",
                     "--observe-keep", "90s", "--observe-rules", "alerts.yaml", "--insecure", "--progress-every",
-                    "10ms", "--link-command-timeout", "3s", "--interrupt-grace", "2m", "--stop-grace", "1m"});
+                    "10ms", "--link-command-timeout", "3s", "--interrupt-grace", "2m", "--stop-grace", "1m",
+                    "--start-timeout", "5m"});
   ASSERT_EQ(p.exit(), -1) << p.err;
   const RunOptions& run = p.line().run;
   EXPECT_EQ(p.line().command, Command::kRun);
@@ -70,6 +71,7 @@ TEST(CommandLineTest, ReadsEveryOptionOfRun) {
   EXPECT_EQ(run.link_command_timeout, std::chrono::seconds(3));
   EXPECT_EQ(run.interrupt_grace, std::chrono::minutes(2));
   EXPECT_EQ(run.stop_grace, std::chrono::minutes(1));
+  EXPECT_EQ(run.start_timeout, std::chrono::minutes(5));
   EXPECT_EQ(Parse({"run", "job.yaml"}).line().run.link_command_timeout, kDefaultLinkCommandTimeout);
   EXPECT_EQ(Parse({"run", "job.yaml"}).line().run.interrupt_grace, std::chrono::seconds(30));
   EXPECT_EQ(Parse({"run", "job.yaml"}).line().run.stop_grace, std::chrono::seconds(15));

@@ -1099,6 +1099,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
                          links.get(), options.http_port, std::move(transport), clock);
   launcher.SetProgressEvery(options.progress_every);
   launcher.SetInterrupt(&interrupted);
+  launcher.SetStartTimeout(options.start_timeout);
   std::optional<ChildProcess> coordinator;
   std::vector<ChildProcess> workers;
   std::vector<int> worker_ranks;  // each worker's rank: a pipeline's plan may leave devices out

@@ -9,6 +9,9 @@
 
 namespace edgetrain::cli {
 
+// How long an agent has to start unless --start-timeout says otherwise.
+inline constexpr Duration kDefaultStartTimeout = std::chrono::seconds(60);
+
 struct RunOptions {
   std::string manifest_path;
   std::string nodes_path;     // a cluster profile: emulate its devices (compute, links)
@@ -64,6 +67,8 @@ struct RunOptions {
   // review).
   Duration interrupt_grace = std::chrono::seconds(30);
   Duration stop_grace = std::chrono::seconds(15);
+  // How long each agent has to start (--start-timeout).
+  Duration start_timeout = kDefaultStartTimeout;
 };
 
 }  // namespace edgetrain::cli
