@@ -1352,6 +1352,41 @@ TEST(SimulatedTeamTest, AStreamFromADirectoryTrainsOnTheFilesEachWorkersFolderRe
   EXPECT_GT(*p.accuracy, 0.5);
 }
 
+// A buffer left with fewer samples than a batch takes the next file though
+// it does not fit beside them, the leftovers dropped: the stream had stood
+// still for the whole budget, files of a full buffer's rows waiting unread
+// beside 2 samples (a user's trial: 226, 256 and 256 rows, a buffer of 256,
+// batches of 32).
+TEST(SimulatedTeamTest, AStreamBufferOfLessThanABatchTakesTheNextFileThoughItDoesNotFit) {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::path(::testing::TempDir()) / "sim-stream-leftovers";
+  fs::remove_all(folder);
+  for (int w = 0; w < 2; ++w) {
+    for (const auto& [file, rows] : {std::pair{"1.csv", 226}, std::pair{"2.csv", 256}, std::pair{"3.csv", 256}}) {
+      fs::create_directories(folder / ("worker-" + std::to_string(w)));
+      std::ofstream out(folder / ("worker-" + std::to_string(w)) / file);
+      for (int i = 0; i < rows; ++i) out << i % 10 << ",0.5\n";
+    }
+  }
+  TeamSetup setup = ATeamOf(2);
+  setup.batch_size = 32;
+  StreamSpec stream;
+  stream.directory = folder.string();
+  stream.buffer_capacity = 256;
+  setup.stream = stream;
+  setup.budget = {};
+  setup.budget.wall_clock = seconds(10);
+  SimulatedTeam team(setup);
+  team.Run();
+  const JobProgress& p = *team.result();
+  for (const WorkerProgress& w : p.workers) {
+    ASSERT_TRUE(w.stream);
+    EXPECT_EQ(w.stream->arrived, 226 + 256 + 256) << "every file read";
+    EXPECT_LE(w.stream->dropped, 2 + 2) << "only leftovers of fewer than a batch";
+    EXPECT_GE(w.samples, 700);
+  }
+}
+
 class StreamWeightTest : public ::testing::TestWithParam<SyncPolicy> {};
 
 TEST_P(StreamWeightTest, AWorkerWithTwiceTheSamplesCountsTwice) {
