@@ -73,6 +73,7 @@ std::vector<WorkerTotals> TeamAccounts::Totals() const {
     t.stream_refused_files = k.stream_refused_files + (k.report.stream ? k.report.stream->refused_files : 0);
     t.stream_last_refused = k.report.stream && !k.report.stream->last_refused.empty() ? k.report.stream->last_refused
                                                                                       : k.stream_last_refused;
+    t.injected = k.injected + k.report.injected;
   }
   totals.insert(totals.end(), departed_.begin(), departed_.end());
   return totals;
@@ -132,6 +133,7 @@ void TeamAccounts::Restore(int64_t iteration, int64_t samples, const std::vector
     k.stream_wait_s = t.stream_wait_s;
     k.stream_refused_files = t.stream_refused_files;
     k.stream_last_refused = t.stream_last_refused;
+    k.injected = t.injected;
   }
 }
 
@@ -172,7 +174,7 @@ JobProgress TeamAccounts::Progress(double elapsed_s, const std::vector<bool>& ac
       wp.stream->refused_files += k.stream_refused_files;
       if (wp.stream->last_refused.empty()) wp.stream->last_refused = k.stream_last_refused;
     }
-    wp.injected = k.report.injected;
+    wp.injected = k.injected + k.report.injected;
     wp.compression = k.report.compression;
     wp.energy_joules = k.energy_j + k.report.energy_j;
     wp.held_team_s = k.held_team_s;

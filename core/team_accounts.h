@@ -47,6 +47,10 @@ struct WorkerTotals {
   // The node the rank ran on, where known (a pipeline's devices); empty:
   // not said, and its figures go on with the rank's.
   std::string node = {};
+  // Injected samples it trained on, over every run so far: a resumed run's
+  // had counted its own alone, and the stream table read the runs before's
+  // as samples that had arrived (a user's trial).
+  int64_t injected = 0;
 };
 
 class TeamAccounts {
@@ -146,6 +150,7 @@ class TeamAccounts {
     double stream_wait_s = 0;
     int64_t stream_refused_files = 0;
     std::string stream_last_refused;
+    int64_t injected = 0;  // in earlier runs
   };
 
   // What of a worker's stream a checkpoint carries: of a stream from a

@@ -159,6 +159,7 @@ TEST(TeamAccountsTest, ARestoredTeamCountsOnFromWhereItStood) {
   r.samples = 64;
   r.wall_s = 3;
   r.energy_j = 20;
+  r.injected = 7;
   before.Reported(1, r);
   before.Pushed(1, 2, 5, 1000);
   before.Holding(1, true, std::chrono::seconds(1));
@@ -167,8 +168,13 @@ TEST(TeamAccountsTest, ARestoredTeamCountsOnFromWhereItStood) {
   r.samples = 32;
   r.wall_s = 1;
   r.energy_j = 5;
+  r.injected = 3;
   after.Reported(1, r);  // its first report in the new run
   JobProgress p = after.Progress(4, {true, true});
+  // Injected samples over both runs, as its samples are: a resumed run had
+  // counted its own alone, and its stream table misread the rest (a user's trial).
+  EXPECT_EQ(p.workers[1].injected, 10);
+  EXPECT_EQ(after.Totals()[1].injected, 10);
   EXPECT_EQ(p.samples, 96);
   EXPECT_EQ(p.workers[1].samples, 96);
   EXPECT_EQ(p.workers[1].rows_sent, 5);

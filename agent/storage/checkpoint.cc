@@ -126,6 +126,7 @@ StatusOr<std::string> EncodeCheckpoint(const JobCheckpoint& c) {
     t->set_stream_refused_files(w.stream_refused_files);
     t->set_stream_last_refused(w.stream_last_refused);
     t->set_node(w.node);
+    t->set_injected_samples(w.injected);
   }
   // protobuf serialises nothing past INT_MAX bytes: the model and its
   // optimizer's state (Adam's moments: three floats a parameter, about 170
@@ -188,7 +189,8 @@ StatusOr<JobCheckpoint> DecodeCheckpoint(std::string_view bytes, const std::stri
     c.workers.push_back({t.iteration(), t.samples(), t.rows_sent(), t.bytes_sent(), t.bytes_received(),
                          t.compute_seconds(), t.stall_seconds(), t.wall_seconds(), t.energy_joules(),
                          t.held_team_seconds(), t.stream_read_through(), t.stream_arrived(), t.stream_dropped(),
-                         t.stream_wait_seconds(), t.stream_refused_files(), t.stream_last_refused(), t.node()});
+                         t.stream_wait_seconds(), t.stream_refused_files(), t.stream_last_refused(), t.node(),
+                         t.injected_samples()});
   }
   if (m.has_team()) {
     c.ledger = LedgerState{m.team().workers(), ToVector<int64_t>(m.team().pushed()),

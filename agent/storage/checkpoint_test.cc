@@ -30,6 +30,7 @@ JobCheckpoint Sample(int64_t iteration) {
   c.workers[0].stream_refused_files = 2;
   c.workers[0].stream_last_refused = "bad.csv:1: expected 65 values, found 2";
   c.workers[0].node = "gateway";
+  c.workers[0].injected = 386;
   c.devices_json = R"({"rank 0":{"node":"gateway","slowdown":1.0,"link":"unshaped"}})";
   c.module_crc32 = 0xcafef00d;
   c.departed_bytes_sent = 4'000;
@@ -100,6 +101,7 @@ TEST(CheckpointTest, RoundTrips) {
   EXPECT_EQ(c.workers[0].stream_refused_files, 2);
   EXPECT_EQ(c.workers[0].stream_last_refused, "bad.csv:1: expected 65 values, found 2");
   EXPECT_EQ(c.workers[0].node, "gateway");
+  EXPECT_EQ(c.workers[0].injected, 386);
   EXPECT_EQ(c.devices_json, R"({"rank 0":{"node":"gateway","slowdown":1.0,"link":"unshaped"}})")
       << "the devices its run was started on, for the run that resumes to compare";
   EXPECT_EQ(c.module_crc32, 0xcafef00du);
