@@ -83,7 +83,7 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
   std::vector<int64_t> labels = data->train.labels;
   const int classes = data->train.info.classes;
   std::vector<std::vector<int64_t>> parts;
-  std::vector<std::string> refused, cut_short;
+  std::vector<std::string> refused, cut_short, still_written;
   if (folders) {
     labels.clear();
     for (int rank = 0; rank < job.spec.parallelism.workers; ++rank) {
@@ -92,6 +92,7 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
       const agent::SampleDirectory::Scan scan = folder.Look();
       refused.insert(refused.end(), scan.refused.begin(), scan.refused.end());
       cut_short.insert(cut_short.end(), scan.cut_short.begin(), scan.cut_short.end());
+      if (!scan.still_written.empty()) still_written.push_back(scan.still_written);
       parts.emplace_back();
       for (int64_t label : folder.held().labels) {
         parts.back().push_back(static_cast<int64_t>(labels.size()));
@@ -168,6 +169,7 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
       doc["directory"] = *stream->directory;
       doc["refusedFiles"] = refused;
       doc["linesLeftOut"] = cut_short;
+      doc["stillBeingWritten"] = still_written;
     }
     if (!injected.empty()) doc["injectedLabels"] = injected;
     if (!note.empty()) doc["note"] = note;
@@ -189,6 +191,10 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
   PrintTable(histograms, sizes, out);
   for (const std::string& why : refused) out << "left out: " << why << "\n";
   for (const std::string& why : cut_short) out << "a line left out, the rows before it read: " << why << "\n";
+  for (const std::string& file : still_written) {
+    out << "not counted yet: " << file << ", still being written, and the files after it in its folder (a worker "
+        << "reads them once it settles)\n";
+  }
   if (!injected.empty()) {
     const InjectionSpec& spec = *job.spec.data.injection;
     out << "injected into each batch (spec.data.injection: labelShare " << spec.label_share << ", batchShare "

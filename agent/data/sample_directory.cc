@@ -194,7 +194,10 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
     if (scan.samples >= room) break;  // the rest wait on disk for room in the buffer
     // It and those after it wait for a later look: files are taken in name
     // order, which a resumed run's skipping by name relies on.
-    if (StillBeingWritten(path)) break;
+    if (StillBeingWritten(path)) {
+      scan.still_written = path.string();
+      break;
+    }
     // Its bytes as read, which a later look sets its size against.
     const StatusOr<std::string> text = ReadDataFile(path.string());
     StatusOr<Dataset> read =
@@ -216,7 +219,10 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
     }
     if (!read.ok()) {
       // It and those after it wait for a later look, as above.
-      if (text.ok() && MayHaveRowsComing(path, *text)) break;
+      if (text.ok() && MayHaveRowsComing(path, *text)) {
+        scan.still_written = path.string();
+        break;
+      }
       seen_.insert(path.filename().string());
       scan.refused.push_back(read.status().message());
       // In the order of the files, with no samples: read through once the

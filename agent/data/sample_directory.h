@@ -85,6 +85,11 @@ class SampleDirectory {
     // Files read after one named after them (the file, and the one it came
     // after): read, but a resumed run, which goes by name, reads that one again.
     std::vector<std::pair<std::string, std::string>> out_of_order;
+    // The file left for a later look as still being written (changed in the
+    // last moments, or its last line unfinished), with those after it;
+    // empty: none. `edgetrain partition` says so: it had shown a worker's
+    // folder as holding nothing, unsaid (a user's trial).
+    std::string still_written;
   };
   // Reads files not read yet, in name order (StreamNameBefore), as long as
   // they fit in `room` samples (a file is read whole); the rest wait on disk
