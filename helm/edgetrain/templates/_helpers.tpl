@@ -147,6 +147,12 @@ what to change. Included once, by the Deployment's template.
 {{- if not (and (gt $lease $renew) (gt $renew $retry)) -}}
 {{- fail (printf "operator.leaderElection: leaseDuration (%s) must be longer than renewDeadline (%s), and that longer than retryPeriod (%s); \"\" is the operator's default (15s, 10s, 2s)." (default "15s" $le.leaseDuration) (default "10s" $le.renewDeadline) (default "2s" $le.retryPeriod)) -}}
 {{- end -}}
+{{- if or (ne (mod (int $lease) 1000) 0) (ne $lease (float64 (int $lease))) -}}
+{{- fail (printf "operator.leaderElection: leaseDuration (%s) must be whole seconds: the Lease records it in seconds, as standbys read it." (default "15s" $le.leaseDuration)) -}}
+{{- end -}}
+{{- if lt (subf $lease $renew) 100.0 -}}
+{{- fail (printf "operator.leaderElection: leaseDuration (%s) must be at least 100ms longer than renewDeadline (%s): a renewal must end within the margin." (default "15s" $le.leaseDuration) (default "10s" $le.renewDeadline)) -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
