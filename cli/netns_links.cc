@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <sstream>
 
@@ -80,14 +79,7 @@ std::vector<std::string> NetnsLinks::RemoveStale(Duration command_timeout) {
     if (name.rfind("et", 0) != 0 || name.find('-') == std::string::npos) continue;
     const std::string pid = name.substr(2, name.find('-') - 2);
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    // Its runner's still, while a runner of that pid lives: not this one,
-    // which has made none yet, nor another program the pid went to. Any
-    // process of the pid had kept them, and this runner, given the pid of an
-    // earlier one killed outright, refused to make its own (found in review).
-    std::ifstream comm("/proc/" + pid + "/comm");
-    std::string program;
-    std::getline(comm, program);
-    if (comm && program == "edgetrain" && pid != std::to_string(::getpid())) continue;
+    if (fs::exists("/proc/" + pid)) continue;
     if (RunKernelCommand({"ip", "netns", "del", name}, command_timeout, kLimitFlag).ok()) removed.push_back(name);
   }
   std::sort(removed.begin(), removed.end());
