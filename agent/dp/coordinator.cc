@@ -769,9 +769,10 @@ Status Coordinator::AdoptPlan(const JobPlan& next) {
   // train on, their streams as good as before.
   for (int w = 0; w < world_; ++w) {
     if (!members_.connected(w) || stream_generation_[w] >= slot_since_[w]) continue;
-    // Asked for its copy of the model: the next is asked, as when it leaves;
-    // its copy had still been taken (found in review).
-    if (takeover_.asked() == w) takeover_.Withdrawn(w);
+    // Its offer of its copy of the model withdrawn, as when it leaves: asked
+    // for it now, or later once another's did not come, its copy had still
+    // been taken (found in review).
+    takeover_.Withdrawn(w);
     // The stream's stream number stays current until the worker reconnects,
     // so Close always takes it out of the team's waits here.
     members_.Close(w, members_.stream(w), ledger_);
