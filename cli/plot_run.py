@@ -421,7 +421,8 @@ def draw(snapshots, evaluations, out, title, names):
     fig.tight_layout()
     # Drawn beside it, then put in its place: killed mid-save (the runner's
     # time limit, or the runner itself killed), it had left a torn picture
-    # where the earlier run's was (found in review).
+    # where the earlier run's was (found in review). Killed, the runner
+    # removes what it was drawing (cli/run_curves.cc).
     base, ext = os.path.splitext(out)
     drawing = f"{base}.drawing-{os.getpid()}{ext}"
     try:

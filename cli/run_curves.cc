@@ -117,6 +117,13 @@ Status DrawRunCurves(const RunCurves& curves, const std::string& plotter, const 
   if (!child->ExitsWithin(timeout)) {
     child->Signal(SIGKILL);
     child->Wait(timeout);
+    // What it was drawing beside the picture (plot_run.py), left half
+    // written: the picture in place is the earlier one, whole.
+    const fs::path picture = curves.picture_path();
+    for (const auto& entry : fs::directory_iterator(picture.parent_path(), ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind(picture.stem().string() + ".drawing-", 0) == 0) fs::remove(entry.path(), ec);
+    }
     return DeadlineExceededError("drawing took longer than " + std::to_string(static_cast<int>(ToSeconds(timeout))) + " s");
   }
   const int code = child->Wait(timeout);
