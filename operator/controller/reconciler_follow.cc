@@ -440,12 +440,11 @@ Status Reconciler::AwaitGang(Pass& pass, Team& team) {
              "the pipeline trains on while a stage device's pod starts again on its node, back: " +
                  StartingMessage(gang) + (not_made.empty() ? "" : "; " + not_made));
     (void)ReadProgress(pass, gang);
-    pass.Requeue(not_made.empty() ? options_.status_interval : options_.recheck_after);
+    pass.Requeue(options_.status_interval);
     return Status::Ok();
   }
   if (team.has_run && !resuming) {  // a replacement is starting; the team trains on without it
     EDGETRAIN_ASSIGN_OR_RETURN(const std::string not_made, CreateMissingOrSay(pass, plan, team.coordinator, gang));
-    if (!not_made.empty()) pass.Requeue(options_.recheck_after);
     pass.status["phase"] = phase::kRecovering;
     // What was lost stays said, with how far its replacement is: it
     // became "2/3 pods running" a moment after the loss (a new user's trial).

@@ -210,9 +210,10 @@ std::optional<Status> Reconciler::MoveCoordinator(Pass& pass, const JobPlan& pla
   fresh.missing.push_back(CoordinatorPodName(pass.job.name, moved.since_generation));
   for (int rank : fellows) fresh.missing.push_back(WorkerPodName(pass.job.name, rank, next.generation));
   // Refused, the recovery is counted and said all the same: its plan is
-  // written and its lost pods gone, and a later look makes the pods.
+  // written and its lost pods gone, and a later look makes the pods, every
+  // --status-interval while the team trains on without them (not every
+  // --recheck-after: a quota full for long was asked a create a second).
   EDGETRAIN_ASSIGN_OR_RETURN(const std::string not_made, CreateMissingOrSay(pass, next, moved, fresh));
-  if (!not_made.empty()) pass.Requeue(options_.recheck_after);
 
   return Replanned(pass, event_reason, moving ? std::nullopt : std::optional<int>(recoveries),
                    what + "; placed anew on " + moved.node +
@@ -283,7 +284,6 @@ std::optional<Status> Reconciler::Recover(Pass& pass, const JobPlan& plan, const
   Gang fresh;
   for (const auto& [rank, why] : lost) fresh.missing.push_back(WorkerPodName(pass.job.name, rank, next.generation));
   EDGETRAIN_ASSIGN_OR_RETURN(const std::string not_made, CreateMissingOrSay(pass, next, coordinator, fresh));
-  if (!not_made.empty()) pass.Requeue(options_.recheck_after);
 
   std::vector<const Json*> lost_pods;
   std::vector<std::string> lost_names, lost_nodes;

@@ -1657,7 +1657,7 @@ TEST_F(ReconcilerTest, AReplacementTheApiServerRefusesIsSaidAndTheRecoveryCounte
   const ReconcileOutcome lost = Reconcile(key);
   EXPECT_EQ(lost.replan, api::reason::kWorkerLost);
   ASSERT_TRUE(lost.requeue_after.has_value());
-  EXPECT_EQ(*lost.requeue_after, std::chrono::milliseconds(250)) << "asked for again soon: --recheck-after";
+  EXPECT_EQ(*lost.requeue_after, std::chrono::seconds(5)) << "asked again every --status-interval as the team trains";
   jobs_.Put(Job("team"));
   Json status = Job("team")["status"];
   EXPECT_EQ(status["phase"], api::phase::kRecovering);

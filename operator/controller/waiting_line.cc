@@ -463,16 +463,21 @@ void WaitingLine::Placed(const std::string& key, const std::vector<Json>& pods, 
       turn.taken = true;
     }
   }
+  bool assumed_anew = false;
   for (const Json& pod : pods) {
     if (!HoldsNode(pod)) continue;
     const std::string pod_key = kube::KeyOf(pod);
     if (holdings_.count(pod_key) || assumed_.count(pod_key)) continue;  // seen already
+    assumed_anew = true;
     Assumed a{Holding{pod["spec"]["nodeName"].get<std::string>(), PodRequests(pod)},
               std::chrono::time_point_cast<kube::WallTime::duration>(now + kAssumedFor), key};
     Hold(a.holding, 1);
     assumed_[pod_key] = std::move(a);
   }
-  if (!as_the_pass_said) stale_ = true;
+  // Nothing new held (pods asked for again, a quota refusing them): the pass
+  // still says what a new one would. Each look at such a job had made every
+  // waiting job's next placement a whole pass again (found in review).
+  if (!as_the_pass_said && assumed_anew) stale_ = true;
 }
 
 void WaitingLine::Forget(const std::string& key) {
