@@ -385,14 +385,19 @@ void RunSupervisor::NoteStoppedAgents(ProgressDisplay& display) {
   }
 }
 
-int RunSupervisor::WaitUntil(WatchedProcess& agent, TimePoint by, const std::function<bool()>& forced) {
+bool RunSupervisor::ExitsBy(WatchedProcess& agent, TimePoint by, const std::function<bool()>& forced) {
   // In slices, so that a second Ctrl-C, which the README says kills the
   // agents, is heeded: these waits had held it for up to 15 s each (found in
   // review).
   while (clock_.Now() < by) {
-    if (agent.ExitsWithin(std::min<Duration>(by - clock_.Now(), std::chrono::milliseconds(100)))) break;
-    if (forced && forced()) break;
+    if (agent.ExitsWithin(std::min<Duration>(by - clock_.Now(), std::chrono::milliseconds(100)))) return true;
+    if (forced && forced()) return false;
   }
+  return agent.Poll().has_value();
+}
+
+int RunSupervisor::WaitUntil(WatchedProcess& agent, TimePoint by, const std::function<bool()>& forced) {
+  ExitsBy(agent, by, forced);
   return agent.Wait(Duration::zero());  // reaped, or SIGKILLed now
 }
 
@@ -404,7 +409,7 @@ void RunSupervisor::StopTeam(Supervision& outcome, const std::function<bool()>& 
   const TimePoint done_by = clock_.Now() + times_.worker_stop_grace;
   std::vector<bool> told(workers_.size(), false);
   for (size_t i = 0; i < workers_.size(); ++i) {
-    if (workers_[i]->ExitsWithin(std::max(done_by - clock_.Now(), Duration::zero()))) continue;
+    if (ExitsBy(*workers_[i], done_by, forced)) continue;
     TellToStop(*workers_[i]);
     told[i] = true;
   }

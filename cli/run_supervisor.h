@@ -151,6 +151,9 @@ class RunSupervisor {
   // for, told to stop, and killed past their grace, or at once when `forced`
   // (asked again to stop) says so.
   void StopTeam(Supervision& outcome, const std::function<bool()>& forced);
+  // Whether `agent` has exited by `by`, looked at until then, or until
+  // `forced` says to stop waiting.
+  bool ExitsBy(WatchedProcess& agent, TimePoint by, const std::function<bool()>& forced);
   // `agent`'s exit status, waited for until `by`, or at once SIGKILLed when
   // `forced` says so.
   int WaitUntil(WatchedProcess& agent, TimePoint by, const std::function<bool()>& forced);
