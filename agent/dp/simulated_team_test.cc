@@ -1352,12 +1352,12 @@ TEST(SimulatedTeamTest, AStreamFromADirectoryTrainsOnTheFilesEachWorkersFolderRe
   EXPECT_GT(*p.accuracy, 0.5);
 }
 
-// A buffer left with fewer samples than a batch takes the next file though
-// it does not fit beside them, the leftovers dropped: the stream had stood
-// still for the whole budget, files of a full buffer's rows waiting unread
-// beside 2 samples (a user's trial: 226, 256 and 256 rows, a buffer of 256,
-// batches of 32).
-TEST(SimulatedTeamTest, AStreamBufferOfLessThanABatchTakesTheNextFileThoughItDoesNotFit) {
+// A buffer left with fewer samples than the least batch it trains on takes
+// the next file though it does not fit beside them, the leftovers dropped:
+// the stream had stood still for the whole budget, files of a full buffer's
+// rows waiting unread beside 2 samples (a user's trial: 226, 256 and 256
+// rows, a buffer of 256, batches of 32, the least 4).
+TEST(SimulatedTeamTest, AStreamBufferOfLessThanTheLeastBatchTakesTheNextFileThoughItDoesNotFit) {
   namespace fs = std::filesystem;
   const fs::path folder = fs::path(::testing::TempDir()) / "sim-stream-leftovers";
   fs::remove_all(folder);

@@ -526,10 +526,11 @@ class WorkerRun {
   // between looks is the stall recheck.
   void LookInDirectory(std::unique_lock<std::mutex>& lock) {
     // Only as many as the buffer has room for: the rest wait on disk. But a
-    // buffer of fewer than a batch takes a file that does not fit beside
-    // them, its oldest samples then dropped (counted): its own are no batch,
-    // and the stream had stood still for the whole budget, files of 256 rows
-    // waiting unread beside 2 samples in a buffer of 256 (a user's trial).
+    // buffer of fewer samples than the least batch it trains on
+    // (StreamMinBatch) takes a file that does not fit beside them, its oldest
+    // samples then dropped (counted): its own make no batch, and the stream
+    // had stood still for the whole budget, files of 256 rows waiting unread
+    // beside 2 samples in a buffer of 256 (a user's trial).
     const int64_t backlog = samples_->counts().backlog;
     const int64_t room = backlog < min_batch_ ? samples_->capacity() : samples_->capacity() - backlog;
     // The samples the buffer has passed are not asked for again: the last
