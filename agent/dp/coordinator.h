@@ -149,11 +149,13 @@ class Coordinator final : public TrainingEngine {
 
   // The service's side. A stream `stream` of worker `w`, whose Hello says its
   // copy of the model is at `model_clock` (its least row clock) and is of
-  // plan generation `generation`, is opened by Join, which waits for the team to start and returns the stream number and
-  // the Welcome to send (Cancelled once the job is over) — or, to the worker
-  // whose copy the team is to train on from (core/model_takeover.h),
-  // `send_model`: ask it for its copy, and hand that to TakeModel, which
-  // returns its Welcome. The others' Welcomes wait for that.
+  // plan generation `generation`, is opened by Join, which waits for the team
+  // to start and returns the stream number and the Welcome to send
+  // (Cancelled once the job is over) — or, to the worker whose copy the team
+  // is to train on from (core/model_takeover.h), `send_model`: ask it for its
+  // copy, and hand that to TakeModel, which returns its Welcome. The others'
+  // Welcomes wait for that. A Hello of a plan from before the worker's slot
+  // was given anew is refused here too, under the lock.
   struct Joined {
     uint64_t stream = 0;
     WelcomeMessage welcome;

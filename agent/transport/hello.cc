@@ -21,7 +21,8 @@ v1::Hello MakeHello(const std::string& job, int64_t plan_generation, int rank) {
 Status CheckSlotHeld(int64_t generation, int64_t slot_since, int64_t plan_generation) {
   if (generation >= slot_since) return Status::Ok();
   return FailedPreconditionError("plan generation " + std::to_string(generation) + " is not the current " +
-                                 std::to_string(plan_generation) + "; the job was re-planned, restart with the new plan");
+                                 std::to_string(plan_generation) +
+                                 "; the job was re-planned, restart with the new plan");
 }
 
 Status CheckHello(const v1::Hello& hello, const std::string& job, int64_t slot_since, int64_t plan_generation,

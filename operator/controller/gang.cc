@@ -245,7 +245,8 @@ std::optional<kube::WallTime> GangBackOffEnds(const Json& spec, const Json& stat
   }
   const std::optional<kube::WallTime> since = kube::ParseKubeTime(placed->value("lastTransitionTime", ""));
   if (!since) return std::nullopt;
-  const StatusOr<Duration> timeout = ParseDuration(spec.value("/placement/gangTimeout"_json_pointer, std::string("5m")));
+  const StatusOr<Duration> timeout =
+      ParseDuration(spec.value("/placement/gangTimeout"_json_pointer, std::string("5m")));
   const Duration backoff = GangBackOff(timeout.ok() ? *timeout : std::chrono::minutes(5),
                                        status.value("gangTimeouts", int64_t{1}));
   return *since + std::chrono::duration_cast<kube::WallTime::duration>(backoff);

@@ -3203,7 +3203,8 @@ TEST_F(ReconcilerTest, APipelinesLayersAreTimedThenItsStagesCutOverThePlacedNode
 TEST_F(ReconcilerTest, APipelineNoPlanOfWhichFitsLeavesItsRoomToYoungerJobs) {
   AddNode(ANode("gateway").WithAllocatable("2", "8Gi"));  // room for the pipeline's team of three, and no more
   AddNode(ANode("robot-1").Scoring(0.5).WithLink(30).WithAllocatable("1", "8Gi"));
-  const std::string key = Submit(TrainingJob("piped", {{"parallelism", {{"mode", "pipeline"}}}}, "2026-11-22T09:00:00Z"));
+  const std::string key =
+      Submit(TrainingJob("piped", {{"parallelism", {{"mode", "pipeline"}}}}, "2026-11-22T09:00:00Z"));
   Reconcile(key);
   jobs_.Put(Job("piped"));
   // A layer of 20 GB: no device holds it.

@@ -386,9 +386,11 @@ class Rendering(unittest.TestCase):
              "leaseDuration (10s) must be longer than renewDeadline (10s), and that longer than retryPeriod (2s)"),
             ("operator:\n  leaderElection: {enabled: true, renewDeadline: 1m, leaseDuration: 1m30s, retryPeriod: 1m}\n",
              "leaseDuration (1m30s) must be longer than renewDeadline (1m), and that longer than retryPeriod (1m)"),
-            ("operator:\n  leaderElection: {enabled: true, leaseDuration: 1500ms, renewDeadline: 1s, retryPeriod: 500ms}\n",
+            ("operator:\n  leaderElection:\n"
+             "    {enabled: true, leaseDuration: 1500ms, renewDeadline: 1s, retryPeriod: 500ms}\n",
              "leaseDuration (1500ms) must be whole seconds"),
-            ("operator:\n  leaderElection: {enabled: true, leaseDuration: 1s, renewDeadline: 950ms, retryPeriod: 500ms}\n",
+            ("operator:\n  leaderElection:\n"
+             "    {enabled: true, leaseDuration: 1s, renewDeadline: 950ms, retryPeriod: 500ms}\n",
              "leaseDuration (1s) must be at least 100ms longer than renewDeadline (950ms)"),
         ]
         for values, message in cases:
