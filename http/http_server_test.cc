@@ -150,6 +150,40 @@ TEST(HttpClientTest, AnAnswerTrickledOrTooLongIsGivenUp) {
   }
 }
 
+// The head too: httplib read a status line and headers of any number before
+// the limits above saw a byte, and a peer sending a header a second held the
+// caller 20 s, one streaming long header lines took it to 2 GB (a security
+// review). A chunked answer, as Prometheus sends a long one, is read whole.
+TEST(HttpClientTest, AHeadTrickledOrTooLongIsGivenUpAndAChunkedAnswerIsRead) {
+  {
+    TricklingPeer slow("HTTP/1.1 200 OK\r\n", "X: y\r\n", std::chrono::milliseconds(50));
+    const auto began = std::chrono::steady_clock::now();
+    auto reply = HttpGet(slow.address(), "/progress", std::chrono::milliseconds(200));
+    ASSERT_FALSE(reply.ok());
+    EXPECT_NE(reply.status().message().find("its answer was not all in within 0.4 s"), std::string::npos)
+        << reply.status().message();
+    EXPECT_LT(std::chrono::steady_clock::now() - began, std::chrono::seconds(2));
+  }
+  {
+    TricklingPeer endless("HTTP/1.1 200 OK\r\n", "X: " + std::string(4000, 'y') + "\r\n",
+                          std::chrono::milliseconds(0));
+    auto reply = HttpGet(endless.address(), "/progress", std::chrono::seconds(30));
+    ASSERT_FALSE(reply.ok());
+    EXPECT_NE(reply.status().message().find("its answer's headers are longer than 64 KiB"), std::string::npos)
+        << reply.status().message();
+  }
+  {
+    // Then silent, the peer holding the connection: the chunks say the end.
+    TricklingPeer chunked(
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n7;x=1\r\n, world\r\n0\r\n\r\n", "",
+        std::chrono::milliseconds(50));
+    auto reply = HttpGet(chunked.address(), "/api", std::chrono::milliseconds(500));
+    ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+    EXPECT_EQ(reply->status, 200);
+    EXPECT_EQ(reply->body, "hello, world");
+  }
+}
+
 // A connection to `address` that has sent `request`; with half a request
 // line sent, then silent: a scraper stuck behind a dead link.
 int ClientSent(const std::string& address, const std::string& request) {
