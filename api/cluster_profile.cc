@@ -45,7 +45,13 @@ struct TraceFile {
 StatusOr<TraceFile> ReadTrace(const fs::path& base, const std::string& named, const std::string& where) {
   fs::path trace = named;
   if (trace.is_relative()) trace = base / trace;
-  TraceFile file{fs::weakly_canonical(trace).string(), ""};
+  // The overload that says why rather than throws: a name too long, or a
+  // folder on the way that cannot be looked into, had ended the command
+  // (std::terminate) unsaid (found in review).
+  std::error_code canonical_ec;
+  const fs::path canonical = fs::weakly_canonical(trace, canonical_ec);
+  if (canonical_ec) return InvalidArgumentError(where + ": " + trace.string() + ": " + canonical_ec.message());
+  TraceFile file{canonical.string(), ""};
   // Its path goes to a worker in the run's plan, which is JSON.
   EDGETRAIN_RETURN_IF_ERROR(CheckUtf8Path(file.path, where));
   // A folder opens, and read nothing: it was called an empty trace (a user's trial).

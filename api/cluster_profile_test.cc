@@ -139,6 +139,15 @@ TEST(ClusterProfileTest, EveryBadNodeIsSaidAtOnceWithItsLine) {
   EXPECT_NE(m.find("p.yaml:6: spec.nodes[0].link.trace: cannot read "), std::string::npos) << m;
   EXPECT_NE(m.find("\n"), std::string::npos) << m;
   EXPECT_NE(m.find("p.yaml:8: spec.nodes[2].link.trace: cannot read "), std::string::npos) << m;
+  // A name the file system refuses (too long) is said, not thrown: it had
+  // ended the command (found in review).
+  auto too_long = ParseClusterProfile(
+      "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\nmetadata: {name: p}\nspec:\n  nodes:\n"
+      "  - {name: a, link: {trace: " + std::string(300, 'a') + "/t.csv}}\n",
+      (fs::path(::testing::TempDir()) / "t.yaml").string());
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_NE(too_long.status().message().find("t.yaml:6: spec.nodes[0].link.trace: "), std::string::npos)
+      << too_long.status().message();
   // The schema's errors say their lines too.
   auto schema = ParseClusterProfile(
       "apiVersion: edgetrain.dev/v1alpha1\nkind: ClusterProfile\nmetadata: {name: p}\nspec:\n  nodes:\n"
