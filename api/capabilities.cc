@@ -69,9 +69,15 @@ bool WrittenBeyondDefault(const Json& raw, const std::string& path) {
   return it->second.is_null() || written != it->second;
 }
 
-// The relative paths of a data set from files: in a cluster, each is in spec.data.volume.
+// The relative paths of a data set from files, and of a stream's folder: in
+// a cluster, each is in spec.data.volume. A stream's folder was left out, and
+// a team without the volume watched a folder no pod had, training on nothing
+// for its whole budget (found in review).
 std::vector<std::string> RelativeDataPaths(const JobSpec& spec) {
   std::vector<std::string> relative;
+  if (spec.data.stream && spec.data.stream->directory && fs::path(*spec.data.stream->directory).is_relative()) {
+    relative.push_back(*spec.data.stream->directory);
+  }
   if (!spec.data.files) return relative;
   for (const DataFiles* split : {&spec.data.files->train, &spec.data.files->test}) {
     for (const std::string* path : {&split->path, &split->features, &split->labels}) {
@@ -190,7 +196,7 @@ const std::vector<Capability>& Capabilities() {
          const std::vector<std::string> paths = RelativeDataPaths(s);
          return std::any_of(paths.begin(), paths.end(), LeavesItsFolder);
        },
-       "a relative path of train or test leaves spec.data.volume (..)"},
+       "a relative path of train, test or the stream's folder leaves spec.data.volume (..)"},
       {"spec.model.torchscript.path", Effect::kInvalid, {Runner::kKubernetes},
        [](const JobSpec& s, const Json&) {
          return s.model.kind == ModelKind::kTorchScript && LeavesItsFolder(s.model.torchscript_path);
@@ -206,10 +212,11 @@ const std::vector<Capability>& Capabilities() {
            paths.push_back(s.model.torchscript_path);
          }
          return (s.data.files && s.data.files->format == DataFormat::kImages) ||
+                (s.data.stream && s.data.stream->directory) ||
                 !std::all_of(paths.begin(), paths.end(), IsConfigMapKey);
        },
        "holds files by their key, not folders: relative paths read from it are file names (letters, digits, '-', "
-       "'_' and '.'), and images data, a folder of folders, needs a persistentVolumeClaim"},
+       "'_' and '.'), and images data, a folder of folders, and a stream's folder need a persistentVolumeClaim"},
       {"spec.output.path", Effect::kInvalid, {Runner::kKubernetes, Runner::kPlanning},
        [](const JobSpec& s, const Json&) { return s.output.path && UnderFileMounts(*s.output.path); },
        "is where the job's own files are mounted in a cluster (/data, /model): write the output elsewhere"},
