@@ -63,6 +63,17 @@ TEST(StructuralSchemaTest, AcceptsWhatTheSchemaAllows) {
   EXPECT_TRUE(Errors(Json::parse(R"({"name": "abc", "quantity": 3, "ratio": 1})")).size() == 1);
 }
 
+// A string's length is in characters, as the API server counts them, not
+// bytes: a long name in CJK that a cluster stores had been refused here
+// (found in review).
+TEST(StructuralSchemaTest, AStringsLengthIsCountedInCharacters) {
+  const Json schema = Json::parse(R"({"type": "object", "properties": {"note": {"type": "string", "maxLength": 3}}})");
+  Json three = {{"note", "\u00e4\u6f22\u00fc"}};  // 3 characters, 7 bytes
+  EXPECT_TRUE(ValidateAndDefault(schema, three, "spec").empty());
+  Json four = {{"note", "\u00e4\u6f22\u00fcx"}};
+  EXPECT_EQ(ValidateAndDefault(schema, four, "spec").size(), 1u);
+}
+
 TEST(StructuralSchemaTest, ReportsEachViolationWithItsPathAndReason) {
   struct Case {
     const char* value;
