@@ -130,7 +130,9 @@ std::pair<std::string, std::string> Header(std::string_view line) {
   for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   std::string_view value = line.substr(colon + 1);
   while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-  while (!value.empty() && (value.back() == ' ' || value.back() == '\t' || value.back() == '\r')) value.remove_suffix(1);
+  while (!value.empty() && (value.back() == ' ' || value.back() == '\t' || value.back() == '\r')) {
+    value.remove_suffix(1);
+  }
   return {name, std::string(value)};
 }
 
@@ -175,6 +177,12 @@ StatusOr<HttpReply> HttpGet(const std::string& address, const std::string& path,
   char buffer[16384];
   for (;;) {
     if (head_end && has_length && answer.size() >= *head_end + length) break;
+    // A chunked answer's last chunk in: done, whether or not the peer
+    // closes (it was asked to).
+    if (head_end && chunked && answer.size() >= *head_end + 5 && answer.ends_with("0\r\n\r\n") &&
+        Unchunked(std::string_view(answer).substr(*head_end))) {
+      break;
+    }
     const Steady::time_point idle_until = Steady::now() + timeout;
     if (!ReadyBy(socket.fd(), POLLIN, std::min(deadline, idle_until))) {
       if (answer.empty() && Steady::now() < deadline) {
