@@ -1,7 +1,6 @@
 #include "http/http_client.h"
 
 #include <fcntl.h>
-#include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -61,44 +60,6 @@ bool ReadyBy(int fd, short events, Steady::time_point until) {
   }
 }
 
-// A connected, non-blocking socket to `host`:`port`, within `timeout`.
-StatusOr<int> Connect(const std::string& host, const std::string& port, std::chrono::milliseconds timeout) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0 || found == nullptr) {
-    return UnavailableError("could not connect (nothing listens there yet, or the address is unreachable)");
-  }
-  bool timed_out = false;
-  int connected = -1;
-  for (addrinfo* a = found; a != nullptr && connected < 0; a = a->ai_next) {
-    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
-    if (fd < 0) continue;
-    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
-      connected = fd;
-      break;
-    }
-    if (errno == EINPROGRESS) {
-      if (ReadyBy(fd, POLLOUT, Steady::now() + timeout)) {
-        int error = 0;
-        socklen_t size = sizeof error;
-        if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) == 0 && error == 0) {
-          connected = fd;
-          break;
-        }
-      } else {
-        timed_out = true;
-      }
-    }
-    ::close(fd);
-  }
-  ::freeaddrinfo(found);
-  if (connected >= 0) return connected;
-  return UnavailableError(timed_out ? "no connection within " + Seconds(timeout)
-                                    : "could not connect (nothing listens there yet, or the address is unreachable)");
-}
-
 // The body of a chunked answer, or none while it is not whole.
 std::optional<std::string> Unchunked(std::string_view text) {
   std::string body;
@@ -145,7 +106,7 @@ StatusOr<HttpReply> HttpGet(const std::string& address, const std::string& path,
   const std::string url = "GET http://" + address + path + ": ";
   auto fail = [&](const std::string& why) { return UnavailableError(url + why); };
   const Steady::time_point deadline = Steady::now() + 2 * timeout;
-  StatusOr<int> fd = Connect(hp.host, std::to_string(*port), timeout);
+  StatusOr<int> fd = DialWithin(hp.host, std::to_string(*port), timeout);
   if (!fd.ok()) return fail(fd.status().message());
   const Socket socket(*fd);
 

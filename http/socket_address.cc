@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -11,6 +12,8 @@
 #include <cstdint>
 #include <cstring>
 #include <vector>
+
+#include "core/number_text.h"
 
 namespace edgetrain::http {
 
@@ -84,6 +87,45 @@ int FreeLoopbackPorts(int count) {
     if (whole) return first;
   }
   return 0;
+}
+
+StatusOr<int> DialWithin(const std::string& host, const std::string& port, std::chrono::milliseconds timeout) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  const std::string unreachable = "could not connect (nothing listens there yet, or the address is unreachable)";
+  if (::getaddrinfo(host.c_str(), port.c_str(), &hints, &found) != 0 || found == nullptr) {
+    return UnavailableError(unreachable);
+  }
+  bool timed_out = false;
+  int connected = -1;
+  for (addrinfo* a = found; a != nullptr && connected < 0; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+    if (fd < 0) continue;
+    bool ok = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+    if (!ok && errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int ready;
+      do {
+        ready = ::poll(&p, 1, static_cast<int>(timeout.count()));
+      } while (ready < 0 && errno == EINTR);
+      int error = 0;
+      socklen_t size = sizeof error;
+      ok = ready == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) == 0 && error == 0;
+      timed_out = timed_out || ready == 0;
+    }
+    if (ok) {
+      connected = fd;
+    } else {
+      ::close(fd);
+    }
+  }
+  ::freeaddrinfo(found);
+  if (connected >= 0) return connected;
+  return UnavailableError(timed_out ? "no connection within " + PlainNumber(static_cast<double>(timeout.count()) / 1000) +
+                                          " s"
+                                    : unreachable);
 }
 
 std::string WhyNoListening(const std::string& address) {

@@ -1,6 +1,7 @@
 #pragma once
 // "HOST:PORT" (or "[v6]:PORT") split, for the agent's HTTP server and client.
 
+#include <chrono>
 #include <string>
 
 #include "core/status.h"
@@ -16,6 +17,11 @@ StatusOr<HostPort> SplitHostPort(const std::string& address);
 // `port` (as SplitHostPort gives it) as a number from 0 to 65535: digits only,
 // so "+80", " 80", "80a" and "99999" are errors, not a port that was not meant.
 StatusOr<int> ParsePort(const std::string& port);
+
+// A connected, non-blocking TCP socket (close-on-exec) to `host`:`port`,
+// within `timeout` an address: Unavailable, saying whether none answered in
+// time or none would take it. The caller closes it.
+StatusOr<int> DialWithin(const std::string& host, const std::string& port, std::chrono::milliseconds timeout);
 
 // Why a listening socket cannot be bound at `address` ("HOST:PORT") now, in
 // the system's words ("Address already in use", "Cannot assign requested

@@ -1,6 +1,5 @@
 #include "agent/transport/peer_protocol.h"
 
-#include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -44,30 +43,9 @@ constexpr std::string_view kHttp2Preface{"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0
 int Dial(const std::string& address, Duration wait) {
   StatusOr<http::HostPort> hp = http::SplitHostPort(address);
   if (!hp.ok()) return -1;
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (::getaddrinfo(hp->host.c_str(), hp->port.c_str(), &hints, &found) != 0) return -1;
-  int fd = -1;
-  const int wait_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(wait).count());
-  for (addrinfo* a = found; a && fd < 0; a = a->ai_next) {
-    fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
-    bool connected = ::connect(fd, a->ai_addr, a->ai_addrlen) == 0;
-    if (!connected && errno == EINPROGRESS) {
-      pollfd p{fd, POLLOUT, 0};
-      int error = 0;
-      socklen_t length = sizeof error;
-      connected = ::poll(&p, 1, wait_ms) == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 &&
-                  error == 0;
-    }
-    if (!connected) {
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  ::freeaddrinfo(found);
-  return fd;
+  const StatusOr<int> fd =
+      http::DialWithin(hp->host, hp->port, std::chrono::duration_cast<std::chrono::milliseconds>(wait));
+  return fd.ok() ? *fd : -1;
 }
 
 // Up to `want` bytes of the peer's answer, as many as came within `wait`.
