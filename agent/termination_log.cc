@@ -65,9 +65,11 @@ std::string FitTerminationMessage(const std::string& result) {
     // were all left out of a result of 609 bytes left, and the status took
     // theirs from an older read, which no longer added up to the job's
     // samples (a new user's trial).
-    static const char* const kKept[] = {"rank",          "samples", "injectedSamples", "batchSize",
-                                        "bandwidthMbps", "stallFraction", "quarantined", "silentSeconds",
-                                        "active",        "holdingTeam", "stream"};
+    // A pipeline device's layers too, which its status says (found in
+    // review: they had been left out).
+    static const char* const kKept[] = {"rank",          "samples",     "injectedSamples", "batchSize",
+                                        "bandwidthMbps", "stallFraction", "quarantined",   "silentSeconds",
+                                        "active",        "holdingTeam", "stream",          "layers"};
     nlohmann::json kept = nlohmann::json::array();
     for (const nlohmann::json& w : j["workers"]) {
       nlohmann::json k = nlohmann::json::object();

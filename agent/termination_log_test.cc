@@ -34,7 +34,11 @@ TEST(TerminationLogTest, ATeamTooLargeForTheKubeletsLimitKeepsTheJobsOwnFields) 
   // Twelve workers in full are past the limit; their figures the operator's status takes are not.
   nlohmann::json twelve = result;
   for (int rank = 0; rank < 12; ++rank) {
-    nlohmann::json w = {{"rank", rank}, {"samples", 1000 + rank}, {"stallFraction", 0.25}, {"active", true}};
+    nlohmann::json w = {{"rank", rank},
+                        {"samples", 1000 + rank},
+                        {"stallFraction", 0.25},
+                        {"active", true},
+                        {"layers", {{"first", 2}, {"end", 5}}}};
     for (int extra = 0; extra < 12; ++extra) w["someFigureOfManyDigits" + std::to_string(extra)] = 123456.789;
     twelve["workers"].push_back(w);
   }
@@ -42,8 +46,11 @@ TEST(TerminationLogTest, ATeamTooLargeForTheKubeletsLimitKeepsTheJobsOwnFields) 
   const nlohmann::json compact = nlohmann::json::parse(FitTerminationMessage(twelve.dump()));
   ASSERT_EQ(compact["workers"].size(), 12u);
   EXPECT_FALSE(compact.contains("workersOmitted"));
-  EXPECT_EQ(compact["workers"][11], (nlohmann::json{{"rank", 11}, {"samples", 1011}, {"stallFraction", 0.25},
-                                                     {"active", true}}));
+  EXPECT_EQ(compact["workers"][11], (nlohmann::json{{"rank", 11},
+                                                     {"samples", 1011},
+                                                     {"stallFraction", 0.25},
+                                                     {"active", true},
+                                                     {"layers", {{"first", 2}, {"end", 5}}}}));
 
   for (int rank = 0; rank < 200; ++rank) result["workers"].push_back({{"rank", rank}, {"bandwidthMbps", 41.5}});
   ASSERT_GT(result.dump().size(), kTerminationMessageLimit);
