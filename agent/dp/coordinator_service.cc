@@ -74,6 +74,8 @@ std::vector<v1::CoordinatorMessage> ToParts(const UpdateMessage& m) {
 double Measure(double v, double most) { return std::isfinite(v) && v > 0 && v <= most ? v : 0; }
 // Times: within the longest duration edgetrain counts (core/duration_text.h).
 const double kLongestSeconds = ToSeconds(kLongestDuration);
+// Joules a worker may say it has drawn: past any device's life.
+constexpr double kMostJoules = 1e15;
 // A link's, Mbit/s: below a bit a second, none measured.
 double LinkRate(double mbps) {
   const double m = Measure(mbps, 1e6);
@@ -93,7 +95,7 @@ WorkerReport ToReport(const v1::WorkerStats& s) {
   r.compute_s = Measure(s.compute_seconds(), kLongestSeconds);
   r.stall_s = Measure(s.stall_seconds(), kLongestSeconds);
   r.wall_s = Measure(s.wall_seconds(), kLongestSeconds);
-  r.energy_j = Measure(s.energy_joules(), 1e15);
+  r.energy_j = Measure(s.energy_joules(), kMostJoules);
   r.step_s = Measure(s.step_seconds(), kLongestSeconds);
   r.injected = s.injected_samples();
   if (s.has_compression()) {
@@ -173,7 +175,7 @@ Status CoordinatorService::Serve(const v1::Hello& hello, WorkerStream& raw_strea
   EDGETRAIN_ASSIGN_OR_RETURN(Coordinator::Joined joined,
                              coordinator_.Join(w, hello.plan_generation(), std::max<int64_t>(0, hello.model_clock()),
                                                Measure(hello.job_elapsed_seconds(), kLongestSeconds),
-                                               Measure(hello.job_energy_joules(), 1e15)));
+                                               Measure(hello.job_energy_joules(), kMostJoules)));
   std::atomic<bool> gone{false};
   std::shared_ptr<TraceShaper> downlink;
   {

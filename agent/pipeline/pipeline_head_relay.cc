@@ -11,6 +11,7 @@
 #include "agent/pipeline/wire_floats.h"
 #include "core/arrival_deadline.h"
 #include "core/batch_order.h"
+#include "core/duration_text.h"
 #include "core/pass_deadline.h"
 #include "core/row_layout.h"
 
@@ -305,13 +306,17 @@ Status PipelineHead::SumGradient(int rank, v1::GroupGradient part) {
       link.parts_loss += part.loss_sum();
       return Status::Ok();
     }
+    // Looked for once, not a count a slot.
+    std::vector<size_t> sorted = slots;
+    std::sort(sorted.begin(), sorted.end());
+    const bool named_twice = std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
     for (size_t j : slots) {
       // The head covers a device only while its gradient is not in: a
       // second gradient of the same shares would leave another slot empty,
       // and the group waiting for it for ever. Its sender is lost instead.
       // So is one naming the same shares twice in one message, which had
       // left them out of the sum unsaid (found in review).
-      if (parts.gradients[j] || std::count(slots.begin(), slots.end(), j) > 1) {
+      if (parts.gradients[j] || named_twice) {
         return FailedPreconditionError("stage " + std::to_string(stage + 1) + " was sent the gradient of rank " +
                                        std::to_string(group[j]) + "'s shares twice");
       }
@@ -356,11 +361,12 @@ void PipelineHead::HeardLocked(Link& link, const v1::WorkerMessage& message) {
   // A pass is under way as long as its heartbeats say so; whatever else it
   // sends, a pass ended before it.
   const bool idle_word = message.has_heartbeat() && message.heartbeat().next_bytes() == 0;
-  // Figures off the wire are held within a day: saturated, a huge one
-  // overflowed the clock's arithmetic below (found in review).
-  constexpr double kDayS = 86400;
+  // Figures off the wire are held within the longest duration the project
+  // takes, as the data-parallel coordinator holds its workers': saturated, a
+  // huge one overflowed the clock's arithmetic below (found in review).
+  const double longest_s = ToSeconds(kLongestDuration);
   if (idle_word && message.heartbeat().busy_seconds() > 0) {
-    link.busy_since = now - FromSeconds(std::min(message.heartbeat().busy_seconds(), kDayS));
+    link.busy_since = now - FromSeconds(std::min(message.heartbeat().busy_seconds(), longest_s));
   } else {
     link.busy_since.reset();
   }
@@ -382,7 +388,7 @@ void PipelineHead::HeardLocked(Link& link, const v1::WorkerMessage& message) {
     double rate = link.uplink_bytes_per_s;
     const WorkerSlot& slot = plan_.workers[static_cast<size_t>(link.rank)];
     if (rate <= 0 && slot.link && slot.link->mean_mbps > 0) rate = slot.link->mean_mbps * 1e6 / 8;
-    const Duration wire = rate > 0 ? FromSeconds(std::min(2 * static_cast<double>(link.announced_bytes) / rate, kDayS))
+    const Duration wire = rate > 0 ? FromSeconds(std::min(2 * static_cast<double>(link.announced_bytes) / rate, longest_s))
                                    : plan_.spec.fault_tolerance.ReachGrace();
     link.transfer_until = now + wire + link.heard.Deadline();
   }
