@@ -146,7 +146,6 @@ JobProgress TeamAccounts::Progress(double elapsed_s, const std::vector<bool>& ac
   p.loss = loss();
   p.elapsed_s = elapsed_s;
   p.samples_per_second = elapsed_s > 0 ? static_cast<double>(samples_) / elapsed_s : 0;
-  double energy = 0;
   for (int w = 0; w < static_cast<int>(workers_.size()); ++w) {
     const Worker& k = workers_[w];
     WorkerProgress wp;
@@ -179,18 +178,22 @@ JobProgress TeamAccounts::Progress(double elapsed_s, const std::vector<bool>& ac
     wp.energy_joules = k.energy_j + k.report.energy_j;
     wp.held_team_s = k.held_team_s;
     wp.holding_team = k.holding_team;
-    // Modelled: the workers' devices; the coordinator stands for the access point.
-    energy += wp.energy_joules;
     p.workers.push_back(wp);
   }
-  energy += carried_energy_j_;
   for (const WorkerTotals& gone : departed_) {
-    energy += gone.energy_j;
     p.departed_bytes_sent += gone.bytes_sent;
     p.departed_bytes_received += gone.bytes_received;
   }
-  p.energy_joules = energy;
+  p.energy_joules = EnergyJoules();
   return p;
+}
+
+double TeamAccounts::EnergyJoules() const {
+  // Modelled: the workers' devices; the coordinator stands for the access point.
+  double energy = carried_energy_j_;
+  for (const Worker& k : workers_) energy += k.energy_j + k.report.energy_j;
+  for (const WorkerTotals& gone : departed_) energy += gone.energy_j;
+  return energy;
 }
 
 }  // namespace edgetrain

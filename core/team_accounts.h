@@ -104,6 +104,9 @@ class TeamAccounts {
 
   // The job's progress at `elapsed_s` of training; `active[w]`: w is in the team's waits.
   JobProgress Progress(double elapsed_s, const std::vector<bool>& active) const;
+  // The job's modelled energy, as Progress counts it: every worker's, what
+  // was carried on (CarryEnergy) and the departed ranks'.
+  double EnergyJoules() const;
 
   // What a checkpoint keeps, and puts back: every rank's, those of a
   // larger team this one was resumed from after its own.

@@ -248,7 +248,6 @@ std::vector<bool> Coordinator::ActiveWorkers() const {
 JobProgress Coordinator::Progress() {
   std::lock_guard lock(mu_);
   JobProgress p = accounts_.Progress(0, ActiveWorkers());
-  job_energy_j_ = p.energy_joules.value_or(0);
   const TimePoint now = clock_.Now();
   for (WorkerProgress& w : p.workers) {
     w.downlink_mbps = MeasuredDownlinkMbps(w.rank);  // accounts give one entry per rank
@@ -544,8 +543,7 @@ StatusOr<WelcomeMessage> Coordinator::TakeModel(int w, uint64_t stream, const Ar
   // said it with an update (a tick's joules short at most), where the count
   // had begun again at the workers' joules since: a team's energy budget of
   // 700 J spent 1,180 (a new user's trial).
-  if (const double known = accounts_.Progress(0, ActiveWorkers()).energy_joules.value_or(0);
-      takeover_.most_energy_offered() > known) {
+  if (const double known = accounts_.EnergyJoules(); takeover_.most_energy_offered() > known) {
     accounts_.CarryEnergy(takeover_.most_energy_offered() - known);
   }
   log_ << "coordinator: training on from worker " << w << "'s copy of the model at iteration " << from
@@ -710,7 +708,7 @@ std::optional<OutgoingMessage> Coordinator::Next(int w, uint64_t stream) {
     m.transfer_seconds = accounts_.TakeTransferSeconds(w);
     m.uplink_mbps = links_[w].uplink.Mbps();
     m.downlink_mbps = DownlinkMbps(w);
-    m.job_energy_j = job_energy_j_;
+    m.job_energy_j = accounts_.EnergyJoules();
     return m;
   }
 }

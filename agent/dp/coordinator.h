@@ -288,7 +288,6 @@ class Coordinator final : public TrainingEngine {
   std::optional<TimePoint> job_clock_start_;  // set once the team starts
   // The epochs budget's samples, and the iteration past which they end a tick (EndTicksAtSamples).
   std::optional<std::pair<int64_t, int64_t>> end_ticks_at_;
-  double job_energy_j_ = 0;  // the job's modelled energy as Progress last counted it, for the updates
   std::optional<TimePoint> team_started_;     // this run's team, when it started
   // When each worker's first Hello came, until its first Welcome says how
   // far that was from the team's start (WelcomeMessage::waited_s).
