@@ -724,9 +724,13 @@ TEST(SimulatedTeamTest, ACopyOfTheModelThatDoesNotComeIsPassedOverWhenDue) {
     }
     t.gate(0).Restore();
     t.gate(1).Restore();
+    // And the team trains on.
+    const int64_t passed_over_at = t.progress().iteration;
+    ASSERT_TRUE(t.WaitFor([&](const JobProgress& p) { return p.iteration >= passed_over_at + 20; })) << t.log();
+    t.Stop();
   });
   ASSERT_TRUE(team.result().ok()) << team.result().status().ToString() << team.log();
-  EXPECT_EQ(team.result()->stop_reason, StopReason::kWallClock) << team.log();
+  EXPECT_EQ(team.result()->stop_reason, StopReason::kCancelled) << team.log();
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, RestartTest, ::testing::Values(SyncPolicy::kRog, SyncPolicy::kDeadline),
@@ -1296,6 +1300,14 @@ TEST(SimulatedTeamTest, AWorkerHeldByItsTeamStillReportsWhatItsStreamDeliversAnd
   EXPECT_EQ(fast.backlog, StreamBufferCapacity(*setup.stream, setup.batch_size)) << "its buffer, full";
 }
 
+// A stream's file `file` under `folder` (worker-RANK/NAME.csv) of `rows`
+// rows: a label, then the fake data's one feature.
+void PutStreamFile(const std::filesystem::path& folder, const std::string& file, int rows) {
+  std::filesystem::create_directories((folder / file).parent_path());
+  std::ofstream out(folder / file);
+  for (int i = 0; i < rows; ++i) out << i % 10 << ",0.5\n";
+}
+
 TEST(SimulatedTeamTest, AStreamFromADirectoryTrainsOnTheFilesEachWorkersFolderReceives) {
   // A real source instead of emulated rates: each worker's samples are the
   // rows of the CSV files in its folder (a label, then the fake data's one
@@ -1304,11 +1316,7 @@ TEST(SimulatedTeamTest, AStreamFromADirectoryTrainsOnTheFilesEachWorkersFolderRe
   namespace fs = std::filesystem;
   const fs::path folder = fs::path(::testing::TempDir()) / "sim-stream-directory";
   fs::remove_all(folder);
-  auto put = [&](const std::string& file, int rows) {
-    fs::create_directories((folder / file).parent_path());
-    std::ofstream out(folder / file);
-    for (int i = 0; i < rows; ++i) out << i % 10 << ",0.5\n";
-  };
+  auto put = [&](const std::string& file, int rows) { PutStreamFile(folder, file, rows); };
   put("worker-0/a.csv", 150);
   put("worker-0/b.csv", 150);
   put("worker-1/a.csv", 100);
@@ -1363,9 +1371,7 @@ TEST(SimulatedTeamTest, AStreamBufferOfLessThanTheLeastBatchTakesTheNextFileThou
   fs::remove_all(folder);
   for (int w = 0; w < 2; ++w) {
     for (const auto& [file, rows] : {std::pair{"1.csv", 226}, std::pair{"2.csv", 256}, std::pair{"3.csv", 256}}) {
-      fs::create_directories(folder / ("worker-" + std::to_string(w)));
-      std::ofstream out(folder / ("worker-" + std::to_string(w)) / file);
-      for (int i = 0; i < rows; ++i) out << i % 10 << ",0.5\n";
+      PutStreamFile(folder, "worker-" + std::to_string(w) + "/" + file, rows);
     }
   }
   TeamSetup setup = ATeamOf(2);
