@@ -556,11 +556,10 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
     if (w.active || w.layers) continue;
     const std::string device =
         static_cast<size_t>(w.rank) < devices.size() ? devices[w.rank].node : "rank " + std::to_string(w.rank);
-    char figures[96];
-    std::snprintf(figures, sizeof figures, ", %.1f MB sent, %.1f MB received, %.1f J",
-                  static_cast<double>(w.bytes_sent) / 1e6, static_cast<double>(w.bytes_received) / 1e6,
-                  w.energy_joules);
-    gone += (gone.empty() ? "" : ", ") + device + " (its last step " + WithThousands(w.iteration) + figures + ")";
+    gone += (gone.empty() ? "" : ", ") + device + " (its last step " + WithThousands(w.iteration) + ", " +
+            Fixed(static_cast<double>(w.bytes_sent) / 1e6, 1) + " MB sent, " +
+            Fixed(static_cast<double>(w.bytes_received) / 1e6, 1) + " MB received, " + Fixed(w.energy_joules, 1) +
+            " J)";
   }
   if (!gone.empty()) out << "  not in the pipeline at the end: " << gone << "\n";
   // What the rows and those leave out of the job's totals: the devices of the
@@ -570,13 +569,10 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
   for (const WorkerProgress& w : p.workers) listed_j += w.energy_joules;
   const double earlier_j = p.energy_joules ? *p.energy_joules - listed_j : 0;
   if (p.departed_bytes_sent > 0 || p.departed_bytes_received > 0 || earlier_j >= 0.05) {
-    char line[200];
-    std::snprintf(line, sizeof line,
-                  "  devices of the runs it resumed that are not in this one: %.1f MB sent, %.1f MB received, "
-                  "%.1f J\n",
-                  static_cast<double>(p.departed_bytes_sent) / 1e6,
-                  static_cast<double>(p.departed_bytes_received) / 1e6, std::max(0.0, earlier_j));
-    out << line;
+    out << "  devices of the runs it resumed that are not in this one: "
+        << Fixed(static_cast<double>(p.departed_bytes_sent) / 1e6, 1) << " MB sent, "
+        << Fixed(static_cast<double>(p.departed_bytes_received) / 1e6, 1) << " MB received, "
+        << Fixed(std::max(0.0, earlier_j), 1) << " J\n";
   }
   // A device's figures go on over the job's runs, whatever stages it held
   // in each: a one-stage run resumed from an even split's showed its
