@@ -123,9 +123,8 @@ StatusOr<int> DialWithin(const std::string& host, const std::string& port, std::
   }
   ::freeaddrinfo(found);
   if (connected >= 0) return connected;
-  return UnavailableError(timed_out ? "no connection within " + PlainNumber(static_cast<double>(timeout.count()) / 1000) +
-                                          " s"
-                                    : unreachable);
+  if (!timed_out) return UnavailableError(unreachable);
+  return UnavailableError("no connection within " + PlainNumber(static_cast<double>(timeout.count()) / 1000) + " s");
 }
 
 std::string WhyNoListening(const std::string& address) {

@@ -1308,6 +1308,18 @@ void PutStreamFile(const std::filesystem::path& folder, const std::string& file,
   for (int i = 0; i < rows; ++i) out << i % 10 << ",0.5\n";
 }
 
+// A team of 2 on the streams of `folder`, buffers of `capacity`, for 10 s.
+TeamSetup ATeamOnFolders(const std::filesystem::path& folder, int64_t capacity) {
+  TeamSetup setup = ATeamOf(2);
+  StreamSpec stream;
+  stream.directory = folder.string();
+  stream.buffer_capacity = capacity;
+  setup.stream = stream;
+  setup.budget = {};
+  setup.budget.wall_clock = seconds(10);
+  return setup;
+}
+
 TEST(SimulatedTeamTest, AStreamFromADirectoryTrainsOnTheFilesEachWorkersFolderReceives) {
   // A real source instead of emulated rates: each worker's samples are the
   // rows of the CSV files in its folder (a label, then the fake data's one
@@ -1321,14 +1333,7 @@ TEST(SimulatedTeamTest, AStreamFromADirectoryTrainsOnTheFilesEachWorkersFolderRe
   put("worker-0/b.csv", 150);
   put("worker-1/a.csv", 100);
   std::ofstream(folder / "worker-1" / "broken.csv") << "3,0.5,0.5\n";
-  TeamSetup setup = ATeamOf(2);
-  StreamSpec stream;
-  stream.directory = folder.string();
-  stream.buffer_capacity = 1000;
-  setup.stream = stream;
-  setup.budget = {};
-  setup.budget.wall_clock = seconds(10);
-  SimulatedTeam team(setup);
+  SimulatedTeam team(ATeamOnFolders(folder, 1000));
   team.Run();
   ExpectSound(team, 4);
   const JobProgress& p = *team.result();
@@ -1374,14 +1379,8 @@ TEST(SimulatedTeamTest, AStreamBufferOfLessThanTheLeastBatchTakesTheNextFileThou
       PutStreamFile(folder, "worker-" + std::to_string(w) + "/" + file, rows);
     }
   }
-  TeamSetup setup = ATeamOf(2);
+  TeamSetup setup = ATeamOnFolders(folder, 256);
   setup.batch_size = 32;
-  StreamSpec stream;
-  stream.directory = folder.string();
-  stream.buffer_capacity = 256;
-  setup.stream = stream;
-  setup.budget = {};
-  setup.budget.wall_clock = seconds(10);
   SimulatedTeam team(setup);
   team.Run();
   const JobProgress& p = *team.result();

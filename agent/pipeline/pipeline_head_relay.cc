@@ -388,7 +388,8 @@ void PipelineHead::HeardLocked(Link& link, const v1::WorkerMessage& message) {
     double rate = link.uplink_bytes_per_s;
     const WorkerSlot& slot = plan_.workers[static_cast<size_t>(link.rank)];
     if (rate <= 0 && slot.link && slot.link->mean_mbps > 0) rate = slot.link->mean_mbps * 1e6 / 8;
-    const Duration wire = rate > 0 ? FromSeconds(std::min(2 * static_cast<double>(link.announced_bytes) / rate, longest_s))
+    const Duration wire =
+        rate > 0 ? FromSeconds(std::min(2 * static_cast<double>(link.announced_bytes) / rate, longest_s))
                                    : plan_.spec.fault_tolerance.ReachGrace();
     link.transfer_until = now + wire + link.heard.Deadline();
   }
