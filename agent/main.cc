@@ -9,6 +9,7 @@
 #include "agent/check_model_command.h"
 #include "agent/data/dataset.h"
 #include "agent/evaluate_model.h"
+#include "agent/failure_report.h"
 #include "agent/profile_layers_command.h"
 #include "agent/stamped_log.h"
 #include "agent/termination_log.h"
@@ -25,6 +26,20 @@ int ForSignal(int code) {
   if (code != edgetrain::kExitTerminated) return code;
   if (g_signal == SIGINT) return edgetrain::kExitInterrupted;
   return g_signal == SIGHUP ? edgetrain::kExitHungUp : code;
+}
+
+// An exception no layer below caught (a LibTorch error outside a trainer's
+// guard, memory exhausted) ended the agent in std::terminate: SIGABRT, no
+// `result` line for the runner or the kubelet, the termination log empty.
+// It is the agent's failure, said as every other is.
+template <typename Run>
+int FailureOnException(Run run, std::ostream& lines, std::ostream& log) {
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    return edgetrain::agent::ReportFailure(edgetrain::InternalError(std::string("internal error: ") + e.what()),
+                                           lines, log);
+  }
 }
 
 // Every pass allocates its activations and gradients afresh, hundreds of kB
@@ -75,9 +90,13 @@ int main(int argc, char** argv) {
   // The log's lines stamped with their time; the result's line on stdout,
   // which `edgetrain run`, the kubelet and benches read, as it is.
   const edgetrain::agent::StampedStderr stamped;
-  if (flags->termination_log.empty()) return ForSignal(RunAgent(*flags, std::cout, std::cerr, g_cancel));
+  if (flags->termination_log.empty()) {
+    return ForSignal(FailureOnException([&] { return RunAgent(*flags, std::cout, std::cerr, g_cancel); }, std::cout,
+                                        std::cerr));
+  }
   ResultCapture capture(std::cout);
-  const int code = ForSignal(RunAgent(*flags, capture.stream(), std::cerr, g_cancel));
+  const int code = ForSignal(FailureOnException(
+      [&] { return RunAgent(*flags, capture.stream(), std::cerr, g_cancel); }, capture.stream(), std::cerr));
   capture.stream().flush();
   if (!capture.result().empty()) WriteTerminationLog(flags->termination_log, FitTerminationMessage(capture.result()), std::cerr);
   return code;

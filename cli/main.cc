@@ -40,9 +40,7 @@ void StopOnSignals() {
   std::signal(SIGHUP, OnSignal);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   using namespace edgetrain;
   using namespace edgetrain::cli;
   // A reader of our output that goes away (a closed pipe) must not kill the
@@ -85,5 +83,21 @@ int main(int argc, char** argv) {
       StopOnSignals();
       return EndedBy(RunLocal(line.run, std::cout, std::cerr, g_interrupted, &g_forced));
   }
-  return kExitInvalid;
+  return edgetrain::kExitInvalid;
+}
+
+}  // namespace
+
+// An exception nothing below caught ended the runner in std::terminate,
+// which does not unwind: its agents were killed with it, but the model was
+// not saved, and the run's network namespaces and qdiscs were left behind.
+// Caught here, the stack unwinds, each process, namespace and lock is
+// released by its owner, and the run ends as a failure that says why.
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "edgetrain: internal error: " << e.what() << "\n";
+    return edgetrain::kExitFailed;
+  }
 }
