@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <string_view>
@@ -25,11 +26,20 @@ std::string Show(const Json& v) {
   return v.dump();
 }
 
+// What Kubernetes reads as an integer: a whole number within int64. The API
+// server decodes a larger one as a float and refuses it where an integer is
+// asked; 2^63 to 2^64-1, which JSON parsers here read as unsigned, passed
+// `edgetrain validate` and were refused on the cluster (found in review).
+bool IsInt64(const Json& v) {
+  if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  return v.is_number_integer();
+}
+
 std::string TypeOf(const Json& v) {
   if (v.is_string()) return "string";
   if (v.is_boolean()) return "boolean";
-  if (v.is_number_integer() || v.is_number_unsigned()) return "integer";
-  if (v.is_number_float()) return "number";
+  if (IsInt64(v)) return "integer";
+  if (v.is_number()) return "number";
   if (v.is_array()) return "list";
   if (v.is_object()) return "object";
   return "null";
@@ -40,7 +50,7 @@ bool HasType(const Json& v, const std::string& type) {
   if (type == "array") return v.is_array();
   if (type == "string") return v.is_string();
   if (type == "boolean") return v.is_boolean();
-  if (type == "integer") return v.is_number_integer() || v.is_number_unsigned();
+  if (type == "integer") return IsInt64(v);
   if (type == "number") return v.is_number();
   return true;
 }
@@ -94,7 +104,7 @@ class Validator {
   void Validate(const Json& schema, Json& value, const std::string& path) {
     if (value.is_null()) return;  // null is absent: the parent handled required and default
     if (schema.value("x-kubernetes-int-or-string", false)) {
-      if (!value.is_string() && !value.is_number_integer() && !value.is_number_unsigned()) {
+      if (!value.is_string() && !IsInt64(value)) {
         Error(path, "must be an integer or a string (got " + Show(value) + ")");
       } else if (value.is_string()) {
         CheckString(schema, value.get<std::string>(), path);  // its pattern: a quantity's, say
@@ -108,7 +118,7 @@ class Validator {
       if (!HasType(value, type)) {
         // A whole number past 64 bits is read as a float: "not an integer"
         // of 99999999999999999999 read as nonsense (a user's trial).
-        const bool huge = type == "integer" && value.is_number_float() && std::abs(value.get<double>()) >= 0x1p63;
+        const bool huge = type == "integer" && value.is_number() && std::abs(value.get<double>()) >= 0x1p63;
         // "got integer 5", "got an object" (it said "got object an object").
         const std::string got = value.is_object() || value.is_array() ? Show(value) : TypeOf(value) + " " + Show(value);
         Error(path, "must be " + Article(type) + (huge ? " of 64 bits at most" : "") + " (got " + got + ")" +

@@ -63,13 +63,20 @@ def _join(path, key):
     return f"{path}.{key}" if path else key
 
 
+def is_int64(v):
+    """Kubernetes decodes a whole number past int64 as a float, which no integer field takes."""
+    return isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63
+
+
 def type_name(v):
     if v is None:
         return "null"
     if isinstance(v, bool):
         return "boolean"
-    if isinstance(v, int):
+    if is_int64(v):
         return "integer"
+    if isinstance(v, int):
+        return "number"
     if isinstance(v, float):
         return "number"
     if isinstance(v, str):
@@ -279,7 +286,7 @@ class StructuralSchema:
 
     def _check_type(self, v, s, path, errors):
         if s.get("x-kubernetes-int-or-string"):
-            ok = (isinstance(v, int) and not isinstance(v, bool)) or isinstance(v, str)
+            ok = is_int64(v) or isinstance(v, str)
         else:
             t = s.get("type")
             ok = {
@@ -288,8 +295,7 @@ class StructuralSchema:
                 "array": isinstance(v, list),
                 "string": isinstance(v, str),
                 "boolean": isinstance(v, bool),
-                "integer": isinstance(v, int) and not isinstance(v, bool)
-                or (isinstance(v, float) and v.is_integer()),
+                "integer": is_int64(v) or (isinstance(v, float) and v.is_integer() and abs(v) < 2**53),
                 "number": isinstance(v, (int, float)) and not isinstance(v, bool),
             }.get(t, True)
         if not ok:
