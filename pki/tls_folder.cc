@@ -123,7 +123,18 @@ Status WriteTlsFolder(const std::string& dir, const std::string& ca_pem, const K
   // key beside the old certificate, and reads them again at its next reload.
   EDGETRAIN_RETURN_IF_ERROR(WriteFileWhole(at.key_path, agent.key_pem, 0600));
   EDGETRAIN_RETURN_IF_ERROR(WriteFileWhole(at.cert_path, agent.cert_pem, 0644));
-  return WriteFileWhole(at.ca_path, ca_pem, 0644);
+  EDGETRAIN_RETURN_IF_ERROR(WriteFileWhole(at.ca_path, ca_pem, 0644));
+  // The three renames flushed with the folder: after a power cut the folder
+  // could hold the new key beside the old certificate, a pair that no longer
+  // matches, for good (found in review). A file system that cannot flush a
+  // folder says EINVAL, and has nothing to flush.
+  const int folder = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (folder < 0) return UnavailableError("cannot open " + dir + " to flush it: " + std::strerror(errno));
+  const bool flushed = ::fsync(folder) == 0 || errno == EINVAL;
+  const std::string why = flushed ? "" : std::strerror(errno);
+  ::close(folder);
+  if (!flushed) return UnavailableError("cannot flush " + dir + ": " + why);
+  return Status::Ok();
 }
 
 Status WriteNewJobCredentials(const std::string& dir, const std::string& job, WallTime not_before,
