@@ -45,8 +45,12 @@ namespace {
 constexpr const char* kPrometheusText = "text/plain; version=0.0.4; charset=utf-8";
 
 StatusOr<JobPlan> ReadPlan(const std::string& path) {
+  // The system's reason kept, and its code: a plan not there yet (a volume
+  // still mounting) is a failure a restart may mend, exit 1, where a plan
+  // that does not decode is wrong input, exit 2. Said as "cannot read plan
+  // PATH" alone, both exited 2 (found in review).
   auto text = ReadWholeFile(path);
-  if (!text.ok()) return NotFoundError("cannot read plan " + path);
+  if (!text.ok()) return text.status().WithContext("--plan");
   auto plan = DecodeJobPlan(*text);
   if (!plan.ok()) return plan.status().WithContext(path);
   return plan;
@@ -186,6 +190,14 @@ StatusOr<JobProgress> RunSoloRole(AgentSetup& s, const std::atomic<bool>& cancel
                                spec.data.partition, spec.seed)[s.plan.shard->part];
     s.log << "training on part " << s.plan.shard->part << " of " << s.plan.shard->parts << ": " << samples.size()
           << " samples\n";
+    // An empty part is refused: the engine takes no samples for the whole
+    // set, and a part of none trained a whole epoch of every sample (found
+    // in review), the baseline a bench measured with it not the part's.
+    if (samples.empty()) {
+      return InvalidArgumentError("part " + std::to_string(s.plan.shard->part) + " of " +
+                                  std::to_string(s.plan.shard->parts) + " holds none of the " +
+                                  std::to_string(s.data.train.size()) + " training samples: fewer parts");
+    }
   }
   RealClock clock;
   // A job of one is its own worker: no per-worker series of a team.
@@ -541,7 +553,7 @@ StatusOr<TransportSecurity> SecurityOf(const AgentFlags& flags, Part part, std::
 
 int RunAgent(const AgentFlags& flags, std::ostream& lines, std::ostream& log, const std::atomic<bool>& cancel) {
   auto plan = ReadPlan(flags.plan);
-  auto part = plan.ok() ? PartOf(flags, *plan) : StatusOr<Part>(InvalidArgumentError(plan.status().message()));
+  auto part = plan.ok() ? PartOf(flags, *plan) : StatusOr<Part>(plan.status());
   if (!part.ok()) return ReportFailure(part.status(), lines, log);
   // Every role: its endpoints, its data, its model; then its part.
   Endpoint endpoint;

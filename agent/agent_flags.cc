@@ -1,5 +1,6 @@
 #include "agent/agent_flags.h"
 
+#include <cmath>
 #include <functional>
 #include <map>
 
@@ -44,15 +45,24 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
                   "them when another cut would pace the slowest stage 15% faster (default 100; 0: never)")
       ->check(CLI::Range(0, 1'000'000'000))
       ->option_text("STEPS");
+  // CLI::Range compares, and NaN passes every comparison it fails: a NaN
+  // factor took every pass for hung at the floor, or no straggler ever for
+  // one (found in review).
+  const CLI::Validator finite(
+      [](std::string& text) -> std::string {
+        double x = 0;
+        return CLI::detail::lexical_cast(text, x) && std::isfinite(x) ? "" : "must be a finite number, got " + text;
+      },
+      "");
   app->add_option("--hung-pass-factor", flags.hung_pass_factor,
                   "a pipeline head takes a stage for hung when the pass its heartbeats say is under way has run "
                   "this many times what its passes have taken (default 8), and at least --hung-pass-floor")
-      ->check(CLI::Range(1.0, 1e6))
+      ->check(finite & CLI::Range(1.0, 1e6))
       ->option_text("X");
   app->add_option("--straggler-factor", flags.straggler_factor,
                   "a pipeline head lets go of a device of a group that runs its share this many times slower than "
                   "the group's fastest, for the speeds the shares are dealt by, in two steps running (default 8)")
-      ->check(CLI::Range(1.0, 1e6))
+      ->check(finite & CLI::Range(1.0, 1e6))
       ->option_text("X");
   app->add_option("--coordinator", flags.coordinator, "where peers reach the coordinator")->option_text("HOST:PORT");
   app->add_option("--listen", flags.listen, "where this agent accepts peers (port 0: the OS chooses)")
@@ -160,6 +170,29 @@ StatusOr<AgentFlags> ParseAgentFlags(const std::vector<std::string>& args) {
       return InvalidArgumentError("--coordinator: expected HOST:PORT, a port from 1 to 65535, got \"" +
                                   flags.coordinator + "\"");
     }
+  }
+  // Checked before the data and the model are loaded, and by flag: a port
+  // past 65535 was listened on modulo 65536 (70000 as 4464) where peers
+  // dialled the one asked for, and ":0" or "foo" failed after the loading,
+  // exit 1, which the operator restarts (found in review). A host is asked
+  // for: 0.0.0.0 for every interface, which ":0" meant to one server and
+  // not to the other.
+  for (const auto& [name, address] : {std::pair<const char*, const std::string&>{"--listen", flags.listen},
+                                      {"--http", flags.http}}) {
+    if (address.empty()) continue;
+    const StatusOr<http::HostPort> at = http::SplitHostPort(address);
+    const StatusOr<int> port = at.ok() ? http::ParsePort(at->port) : at.status();
+    if (!port.ok() || at->host.empty() || at->host.find_first_of(" \t") != std::string::npos) {
+      return InvalidArgumentError(std::string(name) +
+                                  ": expected HOST:PORT, a port from 0 to 65535 (0: the system chooses) and a host "
+                                  "(0.0.0.0: every interface), got \"" + address + "\"");
+    }
+  }
+  // gRPC reads the files again in whole seconds, at least one: 100ms had the
+  // watch read them ten times a second for gRPC's one (found in review).
+  if (flags.tls_reload < std::chrono::seconds(1)) {
+    return InvalidArgumentError("--tls-reload: at least 1s, as often as gRPC reads credentials again, got " +
+                                FormatDuration(flags.tls_reload));
   }
   if (flags.rank >= flags.world) {
     return InvalidArgumentError("--rank must be below --world (" + std::to_string(flags.rank) +

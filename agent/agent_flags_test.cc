@@ -86,6 +86,17 @@ TEST(AgentFlagsTest, RefusesBadCommandLinesWithTheReason) {
       {{"--role=worker", "--job=j", "--plan=p", "--coordinator=:7000"}, "--coordinator: expected HOST:PORT"},
       {{"--role=worker", "--job=j", "--plan=p", "--coordinator=127.0.0.1"}, "--coordinator: expected HOST:PORT"},
       {{"--role=worker", "--job=j", "--plan=p", "--coordinator= "}, "--coordinator: expected HOST:PORT"},
+      // Listened on modulo 65536, or failing only after the data were loaded.
+      {{"--role=worker", "--job=j", "--plan=p", "--listen=127.0.0.1:70000"},
+       "--listen: expected HOST:PORT, a port from 0 to 65535"},
+      {{"--role=worker", "--job=j", "--plan=p", "--listen=:0"}, "--listen: expected HOST:PORT"},
+      {{"--role=worker", "--job=j", "--plan=p", "--http=foo"}, "--http: expected HOST:PORT"},
+      // NaN passes every comparison a range makes.
+      {{"--role=stage", "--job=j", "--plan=p", "--hung-pass-factor=nan"},
+       "--hung-pass-factor: must be a finite number, got nan"},
+      {{"--role=stage", "--job=j", "--plan=p", "--straggler-factor=-nan"}, "--straggler-factor: must be a finite"},
+      {{"--role=worker", "--job=j", "--plan=p", "--tls-reload=100ms"},
+       "--tls-reload: at least 1s, as often as gRPC reads credentials again, got 100ms"},
   };
   for (const auto& c : cases) {
     auto flags = ParseAgentFlags(c.args);

@@ -111,13 +111,30 @@ TEST_F(AgentTest, AFailingAgentStillEndsWithItsResultLine) {
   EXPECT_EQ(failed->state, JobState::kFailed);
 }
 
+// A plan not there (its volume not mounted yet) may be there at a restart:
+// exit 1, with the system's reason; one that does not decode is wrong, exit 2.
 TEST_F(AgentTest, RefusesAMissingOrBrokenPlan) {
   flags.plan = (dir / "absent.json").string();
-  EXPECT_EQ(Run(), kExitInvalid);
+  EXPECT_EQ(Run(), kExitFailed);
+  EXPECT_NE(log.str().find("--plan: cannot read " + flags.plan + ": No such file or directory"), std::string::npos)
+      << log.str();
   std::ofstream(dir / "broken.json") << "{\"job\": \"digits\"";
   flags.plan = (dir / "broken.json").string();
   EXPECT_EQ(Run(), kExitInvalid);
   EXPECT_NE(log.str().find("broken.json: plan: not a JSON object"), std::string::npos) << log.str();
+}
+
+// A part of a partition that holds no sample is refused: the engine takes no
+// samples for the whole set, and trained an epoch of every sample.
+TEST_F(AgentTest, RefusesAShardThatHoldsNoSample) {
+  JobPlan plan;
+  plan.job = "digits";
+  plan.spec_json = kDigitsSpec;
+  plan.output_dir = (dir / "out").string();
+  plan.shard = DataShard{.parts = 2000, .part = 1999};
+  std::ofstream(dir / "plan.json") << EncodeJobPlan(plan);
+  EXPECT_EQ(Run(), kExitInvalid);
+  EXPECT_NE(log.str().find("part 1999 of 2000 holds none of the "), std::string::npos) << log.str();
 }
 
 TEST_F(AgentTest, RefusesFlagsThatContradictThePlan) {

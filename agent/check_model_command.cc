@@ -69,7 +69,11 @@ double Median(std::vector<double> v) {
 int Finish(const Json& result, int code, const std::string& termination_log, std::ostream& lines, std::ostream& log) {
   const std::string json = ResultJson(result);
   lines << "result " << json << std::endl;
-  if (!termination_log.empty()) WriteTerminationLog(termination_log, FitTerminationMessage(json), log);
+  // The verdict is what the operator reads, and from this file alone: a
+  // check that could not leave it failed, as profile-layers does.
+  if (!termination_log.empty() && !WriteTerminationLog(termination_log, FitTerminationMessage(json), log)) {
+    return code == kExitOk ? kExitFailed : code;
+  }
   return code;
 }
 

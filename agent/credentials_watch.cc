@@ -82,7 +82,8 @@ void CredentialsWatch::Look() {
     StatusOr<pki::Validity> valid = pki::ValidityOf(cert_now);
     log_ << "tls: --tls-dir " << dir_ << " holds a new certificate"
          << (valid.ok() ? ", valid until " + UtcText(valid->not_after) : std::string())
-         << ": new connections take it up within " << static_cast<int>(ToSeconds(every_) + 0.5) << " s\n";
+         << ": new connections take it up within "
+         << std::max<int64_t>(1, std::chrono::ceil<std::chrono::seconds>(every_).count()) << " s\n";
   }
   if (why.empty() && (cert_now != cert_pem_ || ca_now != ca_pem_)) {
     if (const std::string refused = pki::WouldBeRefused(cert_now, job_, ca_now, wall_()); !refused.empty()) {

@@ -152,6 +152,7 @@ struct JobDriverTest : ::testing::Test {
       driver.NameClasses(class_names);
       result = driver.Run(cancel);
       done = true;
+      metrics_text = registry.Render();
     });
     return result;
   }
@@ -188,6 +189,7 @@ struct JobDriverTest : ::testing::Test {
   std::optional<Duration> publish_every;  // the driver's own unless set
   std::vector<double> evaluation_read;  // evaluationSeconds while it said it evaluated
   bool stopped_while_evaluating = false;  // a read of the final evaluation said training had stopped
+  std::string metrics_text;  // the job's metrics as the last Run() left them
 };
 
 TEST_F(JobDriverTest, TrainsToItsEpochsEvaluatingOnItsMarksAndSavesTheModel) {
@@ -219,6 +221,24 @@ TEST_F(JobDriverTest, PublishesItsProgressAsOftenAsItIsTold) {
   publish_every = milliseconds(5);
   ASSERT_TRUE(Run().ok());
   for (int64_t i = 1; i <= 40; ++i) EXPECT_TRUE(iterations_read.count(i)) << "step " << i << " was never read";
+}
+
+// Every checkpoint written is counted, not only the periodic ones: with
+// none due, an interrupted run still writes the one it resumes from.
+TEST_F(JobDriverTest, CountsEveryCheckpointItWrites) {
+  plan.spec.fault_tolerance.checkpoint_every = 0;
+  ASSERT_TRUE(Run(milliseconds(123)).ok());
+  EXPECT_TRUE(fs::exists(plan.CheckpointPath()));
+  EXPECT_NE(metrics_text.find("edgetrain_job_checkpoints_total{trainingjob=\"" + plan.job + "\"} 1\n"),
+            std::string::npos)
+      << metrics_text;
+  plan.spec.fault_tolerance.checkpoint_every = 10;
+  // Resumed: 30 and 40 due; then the one kept before the final evaluation,
+  // the last one before the model is written, and that one marked complete.
+  ASSERT_TRUE(Run().ok());
+  EXPECT_NE(metrics_text.find("edgetrain_job_checkpoints_total{trainingjob=\"" + plan.job + "\"} 5\n"),
+            std::string::npos)
+      << metrics_text;
 }
 
 TEST_F(JobDriverTest, StopsAtTheTargetAndKeepsTheModelThatReachedIt) {

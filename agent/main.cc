@@ -84,9 +84,11 @@ int main(int argc, char** argv) {
   // SIGTERM (the runner, the kubelet), SIGINT and SIGHUP (an agent started
   // by hand whose terminal closed) end training at the next step: the model
   // trained so far is still evaluated and saved.
+  // Under nohup, SIGHUP stays ignored: the agent was to outlive its terminal.
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGINT, OnSignal);
-  std::signal(SIGHUP, OnSignal);
+  struct sigaction hangup {};
+  if (::sigaction(SIGHUP, nullptr, &hangup) != 0 || hangup.sa_handler != SIG_IGN) std::signal(SIGHUP, OnSignal);
   // The log's lines stamped with their time; the result's line on stdout,
   // which `edgetrain run`, the kubelet and benches read, as it is.
   const edgetrain::agent::StampedStderr stamped;

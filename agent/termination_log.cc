@@ -1,6 +1,10 @@
 #include "agent/termination_log.h"
 
-#include <fstream>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <streambuf>
 
 #include <nlohmann/json.hpp>
@@ -111,14 +115,27 @@ std::string FitTerminationMessage(const std::string& result) {
 }
 
 bool WriteTerminationLog(const std::string& path, const std::string& message, std::ostream& log) {
-  std::ofstream out(path, std::ios::trunc);
-  out << message;
-  out.close();
-  if (!out) {
-    log << "edgetrain-agent: could not write the termination log " << path << "\n";
-    return false;
+  // The system's calls, whose errno says why: "could not write" alone left
+  // a user to guess between a missing folder and a read-only one (found in
+  // review).
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  bool written = fd >= 0;
+  for (size_t done = 0; written && done < message.size();) {
+    const ssize_t n = ::write(fd, message.data() + done, message.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    written = n > 0;
+    if (written) done += static_cast<size_t>(n);
   }
-  return true;
+  std::string why = written ? "" : std::strerror(errno);
+  if (fd >= 0 && ::close(fd) != 0 && written) {  // a network file system may say so only here
+    written = false;
+    why = std::strerror(errno);
+  }
+  if (!written) {
+    log << "edgetrain-agent: could not write the termination log " << path << ": " << why
+        << " (the result line on stdout holds the same)\n";
+  }
+  return written;
 }
 
 }  // namespace edgetrain::agent

@@ -34,10 +34,13 @@ int EndedBy(int code) {
 // terminal or a dropped ssh session killed the runner outright, its agents
 // with it (they die with their parent), the model trained since the last
 // checkpoint lost and the run's network namespaces and qdiscs left behind.
+// A SIGHUP ignored when the runner started is left ignored: under nohup, the
+// run was to outlive its terminal, and stopped with it (found in review).
 void StopOnSignals() {
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
-  std::signal(SIGHUP, OnSignal);
+  struct sigaction hangup {};
+  if (::sigaction(SIGHUP, nullptr, &hangup) != 0 || hangup.sa_handler != SIG_IGN) std::signal(SIGHUP, OnSignal);
 }
 
 int Main(int argc, char** argv) {

@@ -342,7 +342,13 @@ StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addre
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
   const int bound = port == 0 ? server->bind_to_any_port(hp.host) : (server->bind_to_port(hp.host, port) ? port : -1);
-  if (bound < 0) return UnavailableError("cannot serve HTTP on " + address + ": " + std::strerror(errno));
+  if (bound < 0) {
+    // The system's reason, asked again: cpp-httplib leaves errno as its last
+    // call did, which read "Success" where the host did not resolve (found
+    // in review).
+    const std::string why = WhyNoListening(address);
+    return UnavailableError("cannot serve HTTP on " + address + ": " + (why.empty() ? "the address was refused" : why));
+  }
   server->DeepenBacklog();
   const std::string host = hp.host.find(':') != std::string::npos ? "[" + hp.host + "]" : hp.host;
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(server), host + ":" + std::to_string(bound)));

@@ -57,6 +57,12 @@ TEST(HttpServerTest, TwoServersGetDifferentPortsAndAStoppedOneIsUnavailable) {
   ASSERT_FALSE(reply.ok());
   EXPECT_EQ(reply.status().code(), StatusCode::kUnavailable);
   EXPECT_FALSE(HttpServer::Start("no-port").ok());
+  // The system's reason for an address that does not resolve, not errno as
+  // the library's last call left it ("Success").
+  auto unresolved = HttpServer::Start("256.1.1.1:0");
+  ASSERT_FALSE(unresolved.ok());
+  EXPECT_EQ(unresolved.status().message().find("Success"), std::string::npos) << unresolved.status().message();
+  EXPECT_NE(unresolved.status().message().find("256.1.1.1: "), std::string::npos) << unresolved.status().message();
 }
 
 // A peer that takes the connection and never answers (a frozen agent, its

@@ -58,9 +58,10 @@ grpc::Status ToGrpc(const Status& s) {
   }
 }
 
+// Whole seconds, rounded up, as the credentials watch says them.
 unsigned ReloadSeconds(const TransportSecurity& security) {
   return static_cast<unsigned>(
-      std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::seconds>(security.reload).count()));
+      std::max<int64_t>(1, std::chrono::ceil<std::chrono::seconds>(security.reload).count()));
 }
 
 // gRPC watches the files and takes a replaced certificate up for new
