@@ -261,7 +261,8 @@ int CheckStreamFolders(const api::TrainingJobManifest& job, std::ostream& err) {
     // a user who dropped data.txt there is told, not left to wait on it.
     bool readable = false;
     std::vector<std::string> other, folders;
-    for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code listing;  // the folder's own: an entry's failure below does not end the listing
+    for (fs::directory_iterator it(folder, listing), end; !listing && it != end; it.increment(listing)) {
       const std::string name = it->path().filename().string();
       if (name[0] == '.') continue;
       if (it->is_directory(ec)) {
@@ -276,6 +277,14 @@ int CheckStreamFolders(const api::TrainingJobManifest& job, std::ostream& err) {
       } else if (it->is_regular_file(ec)) {
         other.push_back(name);
       }
+    }
+    // Only a folder not there yet waits for its source: one that cannot be
+    // listed (not allowed, a file where it should be) had its worker train
+    // on nothing, exit 0 (found in review).
+    if (listing && listing != std::errc::no_such_file_or_directory) {
+      err << "error: " << folder.string() << " cannot be read: " << listing.message()
+          << ": worker " << rank << " trains on the CSV files put into it (docs/streams.md)\n";
+      return kExitInvalid;
     }
     if (!readable) dry.push_back(folder.string());
     // Files in a folder of its folder are not read either (a new user's

@@ -90,6 +90,12 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
       agent::SampleDirectory folder(*stream->directory + "/worker-" + std::to_string(rank), data->train.info,
                                     agent::FeatureRangeOf(job.spec.data));
       const agent::SampleDirectory::Scan scan = folder.Look();
+      // A folder that cannot be listed holds nothing a worker could read:
+      // not shown as empty (found in review).
+      if (!scan.unreadable.empty()) {
+        err << "error: worker " << rank << "'s stream folder cannot be read: " << scan.unreadable << "\n";
+        return kExitInvalid;
+      }
       refused.insert(refused.end(), scan.refused.begin(), scan.refused.end());
       cut_short.insert(cut_short.end(), scan.cut_short.begin(), scan.cut_short.end());
       if (!scan.still_written.empty()) still_written.push_back(scan.still_written);

@@ -635,6 +635,22 @@ TEST_F(RunCommandTest, AStreamFolderWithNothingForAWorkerIsNamed) {
                                      " is a file, not a folder"),
             std::string::npos)
       << refused.stderr_text;
+  // So is a worker's folder that is a file: it cannot be listed, and its
+  // worker had trained on nothing, exit 0.
+  fs::create_directories(dir_ / "worker-file");
+  std::ofstream(dir_ / "worker-file" / "worker-1") << row << "\n";
+  const std::string worker_file = Manifest("worker-file", R"(  model: {name: mlp, hidden: [16]}
+  data: {dataset: digits, batchSize: 8, stream: {directory: worker-file}}
+  parallelism: {workers: 2}
+  budget: {wallClock: 2s}
+)");
+  const Outcome unlistable = Execute({"validate", worker_file});
+  EXPECT_EQ(unlistable.exit, 2);
+  EXPECT_NE(unlistable.stderr_text.find("error: " + (dir_ / "worker-file" / "worker-1").string() +
+                                        " cannot be read: Not a directory: worker 1 trains on the CSV files put into "
+                                        "it"),
+            std::string::npos)
+      << unlistable.stderr_text;
 
   // A profile's node streams feed a job whose stream names no folder: beside
   // a folder they do nothing, now said.

@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <cctype>
 #include <chrono>
 #include <filesystem>
@@ -41,9 +43,19 @@ bool WrittenWithinSettle(const fs::path& path) {
 // first rows were read and the rest lost, unsaid (a new user's trial). One
 // that stays so, a file written whole without a final newline, is read once
 // it has settled.
+bool IsGzipFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char magic[2] = {0, 0};
+  return in.read(reinterpret_cast<char*>(magic), 2) && magic[0] == 0x1f && magic[1] == 0x8b;
+}
+
+// Not of a gzip file, whose last byte is its length's, newline or not: one
+// whose last byte happened to be a newline was read unfinished and refused
+// for good (found in review). A gzip file that does not unpack whole waits
+// instead (Look).
 bool StillBeingWritten(const fs::path& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in || in.tellg() <= 0) return false;
+  if (!in || in.tellg() <= 0 || IsGzipFile(path)) return false;
   in.seekg(-1, std::ios::end);
   char last = '\n';
   in.get(last);
@@ -151,113 +163,185 @@ SampleDirectory::SampleDirectory(std::string folder, const DatasetInfo& info, st
   samples_.info.train_size = samples_.info.test_size = 0;
 }
 
+void SampleDirectory::CheckWatched(Scan& scan) {
+  for (auto was = read_as_.begin(); was != read_as_.end();) {
+    const std::string path = (fs::path(folder_) / was->first).string();
+    const std::optional<FileIdentity> now = IdentityOf(path);
+    if (now && now->inode != was->second.inode) {
+      // Renamed over the one read, as a writer does who writes whole
+      // under a dot name: the advice that rows written in place are lost
+      // was no help to one who had done just that (a user's trial).
+      scan.refused.push_back(path + ": replaced after it was read, under the same name, and not read again: each "
+                             "name is read once; give each file a name of its own (a count, a time) after the last");
+      was = read_as_.erase(was);
+    } else if (now && now->size > was->second.size) {
+      scan.refused.push_back(path + ": " + std::to_string(now->size - was->second.size) +
+                             " bytes were written to it after it was read, and are not read: write a file whole "
+                             "under another name (.NAME.csv) and rename it into the folder");
+      was = read_as_.erase(was);
+    } else {
+      ++was;
+    }
+  }
+}
+
+void SampleDirectory::ListNew(const std::string& skip, Scan& scan) {
+  struct stat folder {};
+  if (::stat(folder_.c_str(), &folder) != 0) {
+    // Not there yet is the source not started; anything else is said: a
+    // folder the agent may not read, or a path to a file, read as empty,
+    // trained on nothing and exited 0 (found in review).
+    if (errno != ENOENT) scan.unreadable = folder_ + ": " + std::strerror(errno);
+    return;
+  }
+  if (!S_ISDIR(folder.st_mode)) {
+    scan.unreadable = folder_ + ": a file, not a folder";
+    return;
+  }
+  // A folder's time changes as names come into it or leave it: one that has
+  // not changed since it was listed holds no new name, and is not listed
+  // again (a backlog of 60,000 files listed and sorted at every look took
+  // the team from all of them in a second to 250 samples a second: found
+  // in review). A file system stamps coarsely, a name added within the
+  // same tick as the listing keeps the time: a folder changed within the
+  // last moments is listed at every look, and any at least every
+  // kRelistEvery looks.
+  const timespec changed = folder.st_mtim;
+  const bool same = listed_ && changed.tv_sec == listed_time_.tv_sec && changed.tv_nsec == listed_time_.tv_nsec;
+  if (same && !WrittenWithinSettle(folder_) && ++looks_since_listed_ < kRelistEvery) return;
+  std::error_code ec;
+  for (fs::directory_iterator it(folder_, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (!IsStreamFileName(name) || seen_.contains(name) || pending_.contains(name)) continue;
+    if (!skip.empty() && !StreamNameBefore(skip, name)) continue;
+    std::error_code kind;  // not `ec`: a file gone since it was listed does not end the listing
+    if (!it->is_regular_file(kind)) continue;
+    pending_.insert(std::move(name));
+  }
+  if (ec) {
+    scan.unreadable = folder_ + ": " + ec.message();  // listed again at the next look
+    return;
+  }
+  listed_ = true;
+  listed_time_ = changed;
+  looks_since_listed_ = 0;
+}
+
 SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
   Scan scan;
   scan.first = first_held_ + samples_.size();
-  std::error_code ec;
-  std::vector<fs::path> fresh;
   std::string skip;
   {
     std::lock_guard lock(mu_);
     skip = skip_through_;
   }
-  for (fs::directory_iterator it(folder_, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (const auto was = read_as_.find(name); was != read_as_.end()) {
-      const std::optional<FileIdentity> now = IdentityOf(it->path().string());
-      if (now && now->inode != was->second.inode) {
-        // Renamed over the one read, as a writer does who writes whole
-        // under a dot name: the advice that rows written in place are lost
-        // was no help to one who had done just that (a user's trial).
-        scan.refused.push_back(it->path().string() + ": replaced after it was read, under the same name, and not "
-                               "read again: each name is read once; give each file a name of its own (a count, a "
-                               "time) after the last");
-        read_as_.erase(was);
-      } else if (now && now->size > was->second.size) {
-        scan.refused.push_back(it->path().string() + ": " + std::to_string(now->size - was->second.size) +
-                               " bytes were written to it after it was read, and are not read: write a file whole "
-                               "under another name (.NAME.csv) and rename it into the folder");
-        read_as_.erase(was);
-      }
+  CheckWatched(scan);
+  ListNew(skip, scan);
+  const int64_t sample = samples_.SampleSize();
+  for (auto next = pending_.begin(); next != pending_.end() && scan.samples < room;) {
+    // The rest wait on disk for room in the buffer.
+    const std::string name = *next;
+    const std::string path = (fs::path(folder_) / name).string();
+    // Named through what a resumed run's last one trained on, since listed.
+    if (!skip.empty() && !StreamNameBefore(skip, name)) {
+      next = pending_.erase(next);
       continue;
     }
-    if (!IsStreamFileName(name) || seen_.contains(name)) continue;
-    if (!skip.empty() && !StreamNameBefore(skip, name)) continue;
-    if (!it->is_regular_file(ec)) continue;
-    fresh.push_back(it->path());
-  }
-  std::sort(fresh.begin(), fresh.end(), [](const fs::path& a, const fs::path& b) {
-    return StreamNameBefore(a.filename().string(), b.filename().string());
-  });
-  const int64_t sample = samples_.SampleSize();
-  for (const fs::path& path : fresh) {
-    if (scan.samples >= room) break;  // the rest wait on disk for room in the buffer
-    // It and those after it wait for a later look: files are taken in name
-    // order, which a resumed run's skipping by name relies on.
-    if (StillBeingWritten(path)) {
-      scan.still_written = path.string();
-      break;
+    // Gone since it was listed: there is nothing to read; listed again if it comes back.
+    const std::optional<FileIdentity> before = IdentityOf(path);
+    if (!before) {
+      next = pending_.erase(next);
+      continue;
     }
-    // Its bytes as read, which a later look sets its size against.
-    const StatusOr<std::string> text = ReadDataFile(path.string());
-    StatusOr<Dataset> read =
-        text.ok() ? ParseCsv(*text, samples_.info, {}, path.string()) : StatusOr<Dataset>(text.status());
-    if (!read.ok() && text.ok()) {
-      // Settled with an unfinished last line that is no row: its writer
-      // stopped mid-line (killed, its disk full). The finished rows before it
-      // are read, that line said to be left out; the whole file had been
-      // refused, its good rows with it (a user's trial).
-      if (std::optional<Dataset> finished = FinishedRows(*text, path.string())) {
-        scan.cut_short.push_back(read.status().message() + " (its last line, unfinished: no newline ends it)");
-        read = std::move(*finished);
-      }
-    }
-    if (read.ok()) {
-      if (const std::string outside = OutsideRange(*read, path.string()); !outside.empty()) {
-        read = Status(StatusCode::kInvalidArgument, outside);
-      }
-    }
-    if (!read.ok()) {
-      // It and those after it wait for a later look, as above.
-      if (text.ok() && MayHaveRowsComing(path, *text)) {
-        scan.still_written = path.string();
+    // A file that did not fit at the last look is not read again while it
+    // is as it was: one larger than the room was read and parsed at every
+    // look, nine times over (found in review).
+    std::optional<Waiting> read_before;
+    if (waiting_ && waiting_->name == name && waiting_->as == *before) read_before = std::move(waiting_);
+    waiting_.reset();
+    if (!read_before) {
+      // It and those after it wait for a later look: files are taken in name
+      // order, which a resumed run's skipping by name relies on.
+      if (StillBeingWritten(path)) {
+        scan.still_written = path;
         break;
       }
-      seen_.insert(path.filename().string());
-      scan.refused.push_back(read.status().message());
-      // In the order of the files, with no samples: read through once the
-      // files before it are, so that a resumed run does not refuse it again
-      // (its refusal is counted over the runs, core/team_accounts.h).
-      std::lock_guard lock(mu_);
-      files_.emplace_back(first_held_ + samples_.size(), path.filename().string());
-      continue;
+      const StatusOr<std::string> text = ReadDataFile(path);
+      StatusOr<Dataset> read = text.ok() ? ParseCsv(*text, samples_.info, {}, path) : StatusOr<Dataset>(text.status());
+      std::string cut_short;
+      if (!read.ok() && text.ok()) {
+        // Settled with an unfinished last line that is no row: its writer
+        // stopped mid-line (killed, its disk full). The finished rows before it
+        // are read, that line said to be left out; the whole file had been
+        // refused, its good rows with it (a user's trial).
+        if (std::optional<Dataset> finished = FinishedRows(*text, path)) {
+          cut_short = read.status().message() + " (its last line, unfinished: no newline ends it)";
+          read = std::move(*finished);
+        }
+      }
+      if (read.ok()) {
+        if (const std::string outside = OutsideRange(*read, path); !outside.empty()) {
+          read = Status(StatusCode::kInvalidArgument, outside);
+        }
+      }
+      // Changed while it was read (written to, renamed over): what was read
+      // is not what the file is; it waits for a later look. The file read
+      // is known to be the one stat saw before and after (found in review).
+      if (IdentityOf(path) != before) {
+        scan.still_written = path;
+        break;
+      }
+      if (!read.ok()) {
+        // It and those after it wait for a later look, as above; so does a
+        // gzip file written to just now that does not unpack whole, which
+        // no unfinished line shows (its last byte may be anything).
+        if ((text.ok() && MayHaveRowsComing(path, *text)) ||
+            (!text.ok() && IsGzipFile(path) && WrittenWithinSettle(path))) {
+          scan.still_written = path;
+          break;
+        }
+        seen_.insert(name);
+        next = pending_.erase(next);
+        scan.refused.push_back(read.status().message());
+        // In the order of the files, with no samples: read through once the
+        // files before it are, so that a resumed run does not refuse it again
+        // (its refusal is counted over the runs, core/team_accounts.h).
+        std::lock_guard lock(mu_);
+        files_.emplace_back(first_held_ + samples_.size(), name);
+        continue;
+      }
+      read_before = Waiting{name, *before, std::move(*read), std::move(cut_short)};
     }
-    const int64_t n = read->size();
+    const int64_t n = read_before->samples.size();
     // One that does not fit waits for room, unless it never would (larger
     // than the whole buffer): that one is taken, alone, once the buffer is empty.
-    if (scan.samples + n > room && (scan.samples > 0 || n <= whole || room < whole)) break;
-    seen_.insert(path.filename().string());
-    if (StreamNameBefore(path.filename().string(), furthest_read_)) {
-      scan.out_of_order.emplace_back(path.filename().string(), furthest_read_);
-    } else {
-      furthest_read_ = path.filename().string();
+    if (scan.samples + n > room && (scan.samples > 0 || n <= whole || room < whole)) {
+      waiting_ = std::move(read_before);
+      break;
     }
-    // As read: its size then, and which file it was (the inode of the file
-    // read, not of one renamed over it since).
-    const std::optional<FileIdentity> identity = IdentityOf(path.string());
-    read_as_[path.filename().string()] = {static_cast<std::uintmax_t>(text->size()), identity ? identity->inode : 0};
-    read_order_.push_back(path.filename().string());
+    if (!read_before->cut_short.empty()) scan.cut_short.push_back(read_before->cut_short);
+    seen_.insert(name);
+    next = pending_.erase(next);
+    if (StreamNameBefore(name, furthest_read_)) {
+      scan.out_of_order.emplace_back(name, furthest_read_);
+    } else {
+      furthest_read_ = name;
+    }
+    // As read: its size then, and which file it was.
+    read_as_[name] = read_before->as;
+    read_order_.push_back(name);
     if (read_order_.size() > kWatchedAfterRead) {
       read_as_.erase(read_order_.front());
       read_order_.pop_front();
     }
+    const Dataset& read = read_before->samples;
     const size_t at = samples_.features.size();
     samples_.features.resize(at + static_cast<size_t>(n * sample));
-    read->CopySamples(0, n, samples_.features.data() + at);
-    samples_.labels.insert(samples_.labels.end(), read->labels.begin(), read->labels.end());
+    read.CopySamples(0, n, samples_.features.data() + at);
+    samples_.labels.insert(samples_.labels.end(), read.labels.begin(), read.labels.end());
     scan.samples += n;
     std::lock_guard lock(mu_);
-    files_.emplace_back(first_held_ + samples_.size(), path.filename().string());
+    files_.emplace_back(first_held_ + samples_.size(), name);
   }
   return scan;
 }

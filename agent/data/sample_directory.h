@@ -18,6 +18,7 @@
 // all but a buffer's worth).
 
 #include <sys/types.h>
+#include <time.h>
 
 #include <cstdint>
 #include <deque>
@@ -90,6 +91,10 @@ class SampleDirectory {
     // empty: none. `edgetrain partition` says so: it had shown a worker's
     // folder as holding nothing, unsaid (a user's trial).
     std::string still_written;
+    // Why the folder could not be listed ("<folder>: <why>": not allowed to
+    // read it, a file where the folder should be); empty: it was, or it
+    // does not exist yet. Tried again at the next look.
+    std::string unreadable;
   };
   // Reads files not read yet, in name order (StreamNameBefore), as long as
   // they fit in `room` samples (a file is read whole); the rest wait on disk
@@ -141,12 +146,25 @@ class SampleDirectory {
   std::optional<Dataset> FinishedRows(const std::string& text, const std::string& path) const;
   // Why the features `read` from `path` lie outside range_, or empty.
   std::string OutsideRange(const Dataset& read, const std::string& path) const;
+  // Of the files watched after they were read, those grown or replaced since, said in `scan`.
+  void CheckWatched(Scan& scan);
+  // Names new in the folder, not read and not through `skip`, into pending_;
+  // the folder listed only when it may hold some.
+  void ListNew(const std::string& skip, Scan& scan);
 
   const std::string folder_;
   const std::optional<FeatureRange> range_;
   Dataset samples_;  // the samples held, features as floats
   int64_t first_held_ = 0;  // the index of samples_'s first
-  std::set<std::string> seen_;
+  std::set<std::string> seen_;  // the files read or refused, by name
+  struct NameOrder {
+    bool operator()(const std::string& a, const std::string& b) const { return StreamNameBefore(a, b); }
+  };
+  std::set<std::string, NameOrder> pending_;  // listed, not read yet, in the order they are read
+  bool listed_ = false;
+  timespec listed_time_{};  // the folder's time of change when it was last listed
+  int looks_since_listed_ = 0;
+  static constexpr int kRelistEvery = 20;
   // Of the last files read, each one's size and inode then, until it is
   // seen to grow or be replaced: a file written in place a line at a time,
   // read after its first line, lost its other lines unsaid (a new user's
@@ -160,9 +178,19 @@ class SampleDirectory {
   struct FileIdentity {
     std::uintmax_t size = 0;
     ino_t inode = 0;
+    bool operator==(const FileIdentity&) const = default;
   };
   static std::optional<FileIdentity> IdentityOf(const std::string& path);
   std::map<std::string, FileIdentity> read_as_;
+  // The file read that did not fit the room of the last look, kept as read
+  // while the file is as it was then.
+  struct Waiting {
+    std::string name;
+    FileIdentity as;
+    Dataset samples;
+    std::string cut_short;  // said once the file is taken, not at each look it waits
+  };
+  std::optional<Waiting> waiting_;
   std::deque<std::string> read_order_;  // the watched files, oldest first
   std::string furthest_read_;            // the last by name of the files read
   // ReadThrough and SkipThrough come from other threads than Look's.

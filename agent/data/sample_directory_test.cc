@@ -257,6 +257,94 @@ TEST_F(SampleDirectoryTest, AFolderThatDoesNotExistYetIsEmpty) {
   EXPECT_EQ(source.Look().samples, 1);
 }
 
+// Only a folder not there yet is empty: one that cannot be listed says why,
+// at each look until it can. A path to a file, read as empty, had its worker
+// train on nothing and the job exit 0 (found in review).
+TEST_F(SampleDirectoryTest, AFolderThatCannotBeListedSaysWhy) {
+  Put("worker-0", "0,1,2\n");
+  SampleDirectory source((folder / "worker-0").string(), kInfo);
+  SampleDirectory::Scan scan = source.Look();
+  EXPECT_EQ(scan.samples, 0);
+  EXPECT_EQ(scan.unreadable, (folder / "worker-0").string() + ": a file, not a folder");
+  EXPECT_EQ(source.Look().unreadable, scan.unreadable) << "said again while it lasts";
+  EXPECT_EQ(SampleDirectory((folder / "not-yet").string(), kInfo).Look().unreadable, "");
+}
+
+// A file that does not fit the room is read once and waits as read: its cut
+// line is said when it is taken, not at every look it waited (a file larger
+// than the room was read and parsed at each look, its line said each time:
+// found in review).
+TEST_F(SampleDirectoryTest, AFileThatWaitsForRoomIsReadOnceAndSaidWhenTaken) {
+  SampleDirectory source(folder.string(), kInfo);
+  Put("a.csv", "0,1,2\n1,3,4\n2,5,6\n0,7");
+  fs::last_write_time(folder / "a.csv", fs::file_time_type::clock::now() - std::chrono::seconds(10));
+  for (int look = 0; look < 3; ++look) {
+    const SampleDirectory::Scan scan = source.Look(2, 8);
+    EXPECT_EQ(scan.samples, 0);
+    EXPECT_TRUE(scan.cut_short.empty()) << scan.cut_short.front();
+  }
+  SampleDirectory::Scan scan = source.Look(3, 8);
+  EXPECT_EQ(scan.samples, 3);
+  ASSERT_EQ(scan.cut_short.size(), 1u);
+  EXPECT_NE(scan.cut_short[0].find("a.csv:4:"), std::string::npos) << scan.cut_short[0];
+  // Changed while it waited, it is read again as it is now.
+  Put("b.csv", "0,1,2\n1,3,4\n");
+  EXPECT_EQ(source.Look(1, 8).samples, 0);
+  Put("b.csv", "0,1,2\n1,3,4\n2,5,6\n");
+  EXPECT_EQ(source.Look(3, 8).samples, 3);
+}
+
+// A gzip file's last byte says nothing of whether it is finished: one just
+// written that does not unpack whole waits, newline last or not; settled, it
+// is refused. One whose last byte was a newline was refused at once, for
+// good (found in review).
+TEST_F(SampleDirectoryTest, AGzipFileJustWrittenThatDoesNotUnpackWaits) {
+  SampleDirectory source(folder.string(), kInfo);
+  // The first bytes of a gzip stream, cut short, a newline last.
+  Put("a.csv", std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03\x33\xd0\x31\n", 14));
+  SampleDirectory::Scan scan = source.Look();
+  EXPECT_EQ(scan.still_written, (folder / "a.csv").string());
+  EXPECT_TRUE(scan.refused.empty()) << scan.refused.front();
+  fs::last_write_time(folder / "a.csv", fs::file_time_type::clock::now() - std::chrono::seconds(10));
+  scan = source.Look();
+  ASSERT_EQ(scan.refused.size(), 1u);
+  EXPECT_NE(scan.refused[0].find("gzip"), std::string::npos) << scan.refused[0];
+}
+
+// A name listed and gone before it was read is no file left out: it was
+// taken away; and if it comes back it is read.
+TEST_F(SampleDirectoryTest, AFileGoneBeforeItWasReadIsNotSaidAndReadIfItComesBack) {
+  SampleDirectory source(folder.string(), kInfo);
+  Put("a.csv", "0,1,2\n1,3,4\n");
+  Put("b.csv", "2,5,6\n");
+  EXPECT_EQ(source.Look(1, 8).samples, 0) << "a.csv waits for room; b.csv behind it";
+  fs::remove(folder / "a.csv");
+  SampleDirectory::Scan scan = source.Look(1, 8);
+  EXPECT_EQ(scan.samples, 1);
+  EXPECT_TRUE(scan.refused.empty()) << scan.refused.front();
+  Put("a.csv", "0,1,2\n");
+  EXPECT_EQ(source.Look(1, 8).samples, 1);
+}
+
+// A folder whose time has not changed since it was listed is not listed
+// again at every look; one changed within the same tick of the file
+// system's clock, its time the same, is listed again within a few looks.
+TEST_F(SampleDirectoryTest, AFolderUnchangedSinceItWasListedIsListedAgainWithinAFewLooks) {
+  SampleDirectory source(folder.string(), kInfo);
+  Put("a.csv", "0,1,2\n");
+  fs::last_write_time(folder / "a.csv", fs::file_time_type::clock::now() - std::chrono::seconds(10));
+  const auto long_ago = fs::file_time_type::clock::now() - std::chrono::seconds(60);
+  fs::last_write_time(folder, long_ago);
+  EXPECT_EQ(source.Look().samples, 1);
+  Put("b.csv", "1,3,4\n");
+  fs::last_write_time(folder / "b.csv", fs::file_time_type::clock::now() - std::chrono::seconds(10));
+  fs::last_write_time(folder, long_ago);  // as if b.csv came in the tick a.csv was listed in
+  int looks = 1;
+  while (source.Look().samples == 0 && looks < 100) ++looks;
+  EXPECT_LE(looks, 20);
+  EXPECT_GT(looks, 1) << "the folder was listed again at once: the test shows nothing";
+}
+
 // A resumed run's worker is told the last file it had taken all of before:
 // that one and those before it are not read again; the file whose samples
 // it had taken only some of is.

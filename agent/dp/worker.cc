@@ -542,6 +542,12 @@ class WorkerRun {
     directory_->ForgetBefore(wanted);
     const SampleDirectory::Scan scan = directory_->Look(room, samples_->capacity());
     lock.lock();
+    // Said when it starts and when its reason changes, not at every look.
+    if (scan.unreadable != unreadable_folder_ && !scan.unreadable.empty()) {
+      log_ << "worker " << options_.rank << ": its stream's folder cannot be read: " << scan.unreadable
+           << "; it looks again and trains on what comes once it can\n";
+    }
+    unreadable_folder_ = scan.unreadable;
     for (const std::string& refused : scan.refused) {
       ++refused_files_;
       metrics_.AddRefusedStreamFile();
@@ -832,6 +838,7 @@ class WorkerRun {
   // batch whose gradient went into pushes_: what a push's readThrough counts.
   int64_t taken_into_pushes_ = 0;
   std::string last_refused_;
+  std::string unreadable_folder_;  // why its stream's folder could not be listed at the last look; empty: it could
   int64_t min_batch_ = 0;
   TimePoint samples_began_{};
   double data_wait_s_ = 0;  // guarded by mu_
