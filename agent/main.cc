@@ -22,9 +22,13 @@ void OnSignal(int signal) {
   g_cancel.store(true);
 }
 // A worker or stage stopped by a signal exits 143 (RunAgent); Ctrl-C's is 130, a closed terminal's 129.
+// By the signal, whichever the stop's way out said: a stage whose send the
+// stop abandoned ended cancelled, 130, and SIGTERM read as SIGINT (a new
+// user's trial).
 int ForSignal(int code) {
-  if (code != edgetrain::kExitTerminated) return code;
+  if (code != edgetrain::kExitTerminated && code != edgetrain::kExitInterrupted) return code;
   if (g_signal == SIGINT) return edgetrain::kExitInterrupted;
+  if (g_signal == SIGTERM) return edgetrain::kExitTerminated;
   return g_signal == SIGHUP ? edgetrain::kExitHungUp : code;
 }
 

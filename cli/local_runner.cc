@@ -1236,9 +1236,10 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   };
   if (links) watch.health = [&] { return links->health(); };
   for (const WorkerSlot& slot : plan.job.workers) watch.nodes[slot.rank] = slot.node;
-  if (!plan.job.pipeline && !plan.job.workers.empty()) {
-    watch.team_gathers_for = job.spec.fault_tolerance.node_loss_grace;
-  }
+  if (!plan.job.workers.empty()) watch.team_gathers_for = job.spec.fault_tolerance.node_loss_grace;
+  // A pipeline's head resumes without a device that never came, and a fresh
+  // one does not start without it.
+  if (plan.job.pipeline) watch.resumes = checkpoint.Resumable() && checkpoint.ReadableAndOf(plan.job.job);
   watch.last_words = [&](int rank) {
     return LastWords((folder->path() / ("worker-" + std::to_string(rank) + ".log")).string());
   };

@@ -117,6 +117,16 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
       err_ << "stopping " << job_ << "...\n";  // the error follows, with a log's tail
       continue;
     }
+    if (!stopping && stage_lost_before_start_ && outcome.failure.empty()) {
+      const std::string rank = std::to_string(*stage_lost_before_start_);
+      outcome.failure = "the stage agent of rank " + rank + " ended before the pipeline started (worker-" + rank +
+                        ".log's last lines below): a fresh pipeline starts only with every device; run the same "
+                        "command again";
+      outcome.failure_log = "worker-" + rank + ".log";
+      display.Finish();
+      err_ << "stopping " << job_ << "...\n";  // the error follows, with a log's tail
+      continue;
+    }
     if (!stopping) NoteStoppedAgents(display);
     if (auto body = watch.progress()) {
       auto p = DecodeJobProgress(*body);
@@ -201,9 +211,22 @@ bool RunSupervisor::NoteLostWorkers(ProgressDisplay& display, const RunWatch& wa
     // Once the coordinator has ended, nothing trains on; nor once this was
     // the last worker (the run then fails, saying so).
     if (!at_end && ended_.size() < workers_.size()) {
-      if (pipeline) {
+      const bool before_start =
+          !said_how_it_started_ && watch.team_gathers_for > Duration::zero() && !TeamStartedNow(watch);
+      if (pipeline && before_start && !watch.resumes) {
+        // Nothing restarts an agent here, and the head waited out the grace
+        // for it, then failed: a 20 s job stood 2 minutes unsaid (a new
+        // user's trial).
+        stage_lost_before_start_ = ranks_[i];
+        err_ << "; the pipeline has not started yet, and a fresh one starts only with every device (nothing "
+                "trained yet rebuilds its layers): the run stops";
+      } else if (pipeline && before_start) {
+        err_ << "; the pipeline has not started yet: its head waits for every device up to "
+             << "spec.faultTolerance.nodeLossGrace (" << FormatDuration(watch.team_gathers_for)
+             << ") and what a head started again adds, then resumes without it";
+      } else if (pipeline) {
         err_ << "; the pipeline trains on without it where it can";
-      } else if (!said_how_it_started_ && watch.team_gathers_for > Duration::zero() && !TeamStartedNow(watch)) {
+      } else if (before_start) {
         if (own_error) {
           // Its inputs refused (its credentials, another job's, say): it
           // would be again, and the team waited the whole grace for it, then

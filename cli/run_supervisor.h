@@ -88,9 +88,12 @@ struct RunWatch {
   // error of the job's own (exit 2) stopped; optional.
   std::function<std::string(int rank)> last_words;
   // How long a team's coordinator waits after its first worker for the rest
-  // before it starts without them (spec.faultTolerance.nodeLossGrace); zero:
-  // not a data-parallel team.
+  // before it starts without them, or a pipeline's head for its stages
+  // (spec.faultTolerance.nodeLossGrace); zero: a job of one.
   Duration team_gathers_for = Duration::zero();
+  // Whether the run resumes from a checkpoint: a pipeline's head then goes on
+  // without a device that never came; a fresh one fails after the grace.
+  bool resumes = false;
   // Whether a person asked a second time to stop: the agents told to stop
   // are then killed at once, not waited for through the interrupt's grace
   // (a second Ctrl-C did nothing for 30 s: found in review); optional.
@@ -132,6 +135,9 @@ class RunSupervisor {
   // A worker that stopped on an error of the job's own before its team
   // started: it would again, so the run stops rather than wait for it.
   std::optional<int> refused_before_start_;
+  // A fresh pipeline's stage agent that ended before the pipeline started:
+  // its head would wait out the grace for it, then fail.
+  std::optional<int> stage_lost_before_start_;
   void NoteHowItStarted(const JobProgress& p, const RunWatch& watch, ProgressDisplay& display);
   // The job's warnings once its data was read, each said once.
   void NoteWarnings(const JobProgress& p, ProgressDisplay& display);

@@ -384,6 +384,42 @@ TEST_F(RunSupervisorTest, AWorkerThatRefusesItsInputsBeforeTheTeamStartsFailsThe
   EXPECT_LT(coordinator_.Elapsed(), seconds(10)) << "not the two minutes' grace";
 }
 
+// A fresh pipeline's stage agent lost before its head started: nothing
+// restarts it here, and the head would wait out its grace for it and fail
+// (a new user's 20 s job stood 2 minutes unsaid). The run stops at once. A
+// resumed pipeline's head goes on without it after the grace: said so.
+TEST_F(RunSupervisorTest, AFreshPipelinesStageLostBeforeItStartsStopsTheRun) {
+  GathersUntil();
+  workers_[0]->ExitsAt(seconds(1), 137);
+  coordinator_.OnSignal(SIGTERM, [](ScriptedAgent& a) { a.ExitsAt(a.Elapsed() + seconds(1), 0); });
+  for (auto& w : workers_) w->OnSignal(SIGTERM, [](ScriptedAgent& a) { a.ExitsAt(a.Elapsed(), 0); });
+  Supervision outcome = Run(StopOrder::kCoordinatorFirst, {1, 2});
+  EXPECT_FALSE(outcome.inputs_at_fault);
+  EXPECT_EQ(outcome.failure, "the stage agent of rank 1 ended before the pipeline started (worker-1.log's last "
+                             "lines below): a fresh pipeline starts only with every device; run the same command "
+                             "again");
+  EXPECT_NE(err_.str().find("; the pipeline has not started yet, and a fresh one starts only with every device"),
+            std::string::npos)
+      << err_.str();
+  EXPECT_LT(coordinator_.Elapsed(), seconds(10)) << "not the two minutes' grace";
+}
+
+TEST_F(RunSupervisorTest, AResumedPipelinesStageLostBeforeItStartsIsWaitedForAndSaidSo) {
+  GathersUntil(seconds(3));
+  watch_.resumes = true;
+  workers_[0]->ExitsAt(seconds(1), 137);
+  workers_[1]->ExitsAt(seconds(6), 0);
+  coordinator_.Says(seconds(5), kResult).ExitsAt(seconds(5), 0);
+  Supervision outcome = Run(StopOrder::kCoordinatorFirst, {1, 2});
+  ASSERT_TRUE(outcome.result.has_value());
+  EXPECT_TRUE(outcome.failure.empty()) << outcome.failure;
+  EXPECT_NE(err_.str().find("; the pipeline has not started yet: its head waits for every device up to "
+                            "spec.faultTolerance.nodeLossGrace (2m) and what a head started again adds, then "
+                            "resumes without it\n"),
+            std::string::npos)
+      << err_.str();
+}
+
 // Lost just after the team started, before a look at /progress had seen it
 // start: asked again, not said to be waited for (a new user's trial, a worker
 // lost 33 ms after its team of 2 started).

@@ -31,7 +31,7 @@ class ShapedCoordinatorStream final : public CoordinatorStream {
   Status Send(const v1::WorkerMessage& message) override {
     if (!PassLink(uplink_, static_cast<int64_t>(message.ByteSizeLong()), clock_,
                   [this] { return closed_.load() || (abandon_ && abandon_()); })) {
-      return CancelledError("the stream was closed, or the agent told to stop, while its link was down");
+      return CancelledError("the stream was closed, or the agent told to stop, while a message waited for its link");
     }
     return inner_->Send(message);
   }
