@@ -285,6 +285,8 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // A 5 s pause of the only device of a one-stage pipeline failed the job
   // (a new user's trial).
   Duration LossCostLocked(const Link& link) const;
+  // The devices of `stage`'s group not lost.
+  int LiveInStageLocked(int stage) const;
   // What `link`'s passes take is learned afresh: its layers changed, or a
   // new session began (the grace until a step of it is learned).
   void RelearnPassesLocked(Link& link) const;

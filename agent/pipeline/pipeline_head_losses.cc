@@ -59,7 +59,7 @@ TimePoint PipelineHead::LoseSilentLocked(const std::function<bool(const Link&)>&
       }
       next = std::min(next, *link.busy_since + hung_after + std::chrono::milliseconds(1));
     }
-    const bool alone = groups_[static_cast<size_t>(link.stage)].size() == 1;
+    const bool alone = LiveInStageLocked(link.stage) == 1;
     const Duration allowed =
         std::max({link.heard.Deadline(), alone ? 2 * link.silent_floor : Duration::zero(), loss_cost});
     if (!link.heard.Overdue(now) || now - link.heard.last_arrival() <= allowed) {
@@ -87,10 +87,19 @@ void PipelineHead::CarryPaceLocked(int rank, std::pair<int, int> was, std::pair<
               cost_model_->DeviceStepSeconds(now.first, now.second, rank, whole));
 }
 
+int PipelineHead::LiveInStageLocked(int stage) const {
+  const auto& group = groups_[static_cast<size_t>(stage)];
+  return static_cast<int>(std::count_if(group.begin(), group.end(), [&](int r) { return !links_[r]->lost; }));
+}
+
 Duration PipelineHead::LossCostLocked(const Link& link) const {
   const auto s = static_cast<size_t>(link.stage);
-  // One of a group: the others hold its layers, and its loss costs a step replayed.
-  if (groups_[s].size() > 1) return Duration::zero();
+  // One of a group whose others are here: they hold its layers, and its loss
+  // costs a step replayed. The last of a group that lost the others mid-step
+  // (its cover) is its stage's only device, and judged as one: it had a
+  // group's second of silence, and the job ended for want of it (found in
+  // review).
+  if (LiveInStageLocked(link.stage) > 1) return Duration::zero();
   const Duration grace = plan_.spec.fault_tolerance.ReachGrace();
   // Nothing to rebuild it from, or nowhere: its loss ends the job.
   if (groups_.size() < 2 || !replicas_[s]) return grace;

@@ -85,7 +85,7 @@ JobProgress PipelineHead::Progress() {
     const bool member = MemberLocked(r);
     WorkerProgress w;
     w.rank = link->rank;
-    w.batch_size = link->batch_share > 0 ? link->batch_share : plan_.spec.data.batch_size;
+    w.batch_size = link->batch_share.value_or(plan_.spec.data.batch_size);
     w.iteration = link->done_step;
     w.samples = link->samples;
     // A device lost is out before the next step lets it go.

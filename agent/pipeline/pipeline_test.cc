@@ -511,6 +511,11 @@ TEST(SimulatedPipelineTest, AGroupLargerThanAMicroBatchPassesItsEmptySharesOn) {
   EXPECT_EQ(summaries[1]->compute_s, 0);
   EXPECT_EQ(summaries[2]->compute_s, 0);
   EXPECT_EQ(trainers[0]->Parameters()[0], trainers[2]->Parameters()[0]) << "a group steps alike";
+  // Shown as dealt: nothing to the two, not the whole batch.
+  ASSERT_EQ(run.progress.workers.size(), 5u);
+  EXPECT_GT(run.progress.workers[0].batch_size, 0);
+  EXPECT_EQ(run.progress.workers[1].batch_size, 0);
+  EXPECT_EQ(run.progress.workers[2].batch_size, 0);
 }
 
 // Resumed on another profile, a rank on another device than before starts
@@ -666,7 +671,8 @@ RankLayerTaker FakeLayerTaker(Clock& clock, int layers, testing::FakeDevice* dev
 // step after which).
 SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at_pass, int steps, Fault fault = Fault::kDies,
                           const std::map<int, int>& back_after = {}, Duration between_steps = {},
-                          int rebalance_every = 0, const std::map<int, int>& reopen_after = {}) {
+                          int rebalance_every = 0, const std::map<int, int>& reopen_after = {},
+                          const std::map<int, Fault>& fault_of = {}) {
   const TrainTestSplit data = LearningData();
   const int stages = static_cast<int>(plan.pipeline->stages.size());
   DeterministicClock clock;
@@ -681,15 +687,18 @@ SimulatedRun RunReplaying(const JobPlan& plan, const std::map<int, int>& dies_at
         testing::FakeStage{s == 0, s == stages - 1, milliseconds(1 + s), milliseconds(2)}, clock));
     trainers.push_back(fakes.back().get());
     if (auto d = dies_at_pass.find(static_cast<int>(r)); d != dies_at_pass.end()) {
-      const bool silent = fault == Fault::kSilent || fault == Fault::kPauses;
+      // `fault`, unless this rank's own is given.
+      const auto own = fault_of.find(static_cast<int>(r));
+      const Fault fault_here = own == fault_of.end() ? fault : own->second;
+      const bool silent = fault_here == Fault::kSilent || fault_here == Fault::kPauses;
       if (silent) {
         silencers.push_back(std::make_unique<LinkGate>(clock));
         gates[static_cast<int>(r)] = silencers.back().get();
       }
       dying.push_back(std::make_unique<DyingStageTrainer>(
           *fakes.back(), d->second, silent ? silencers.back().get() : nullptr,
-          fault == Fault::kHangs || fault == Fault::kPauses ? &clock : nullptr,
-          fault == Fault::kPauses ? std::chrono::seconds(5) : Duration::zero(), fault == Fault::kRaises));
+          fault_here == Fault::kHangs || fault_here == Fault::kPauses ? &clock : nullptr,
+          fault_here == Fault::kPauses ? std::chrono::seconds(5) : Duration::zero(), fault_here == Fault::kRaises));
       trainers.back() = dying.back().get();
     }
   }
@@ -1554,6 +1563,24 @@ TEST(SimulatedPipelineTest, AnOnlyDeviceWhoseLossWouldCostMoreThanItsPauseIsWait
   EXPECT_EQ(lost.progress.replays->restored_stages, 1) << lost.log;
   EXPECT_NE(lost.log.find("past its deadline of 2 s (its stage's only device): taken for lost"), std::string::npos)
       << lost.log;
+}
+
+// The last device of a group, covering the other lost mid-step, is its
+// stage's only device: a pause of it is waited for as one's, all of the
+// grace while its loss would end the job (no replica before the first
+// step's end). Judged as one of a group, it was given a second of silence
+// and taken for lost, and the job ended for want of its stage (found in
+// review).
+TEST(SimulatedPipelineTest, TheLastDeviceOfAGroupCoveringTheOtherIsWaitedForAsAnOnlyDevice) {
+  const JobPlan plan = HybridPlan({{0, 1}, {2}}, 4);
+  const SimulatedRun whole_run = RunReplaying(plan, {}, 4);
+  ASSERT_TRUE(whole_run.ended.ok()) << whole_run.ended.ToString();
+  const SimulatedRun run =
+      RunReplaying(plan, {{0, 2}, {1, 6}}, 4, Fault::kDies, {}, {}, 0, {}, {{1, Fault::kPauses}});
+  ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+  ExpectSameRun(run, whole_run, 4, /*weights=*/false);
+  EXPECT_GE(run.step_s[0], 5.0) << "the step waited for its pause";
+  EXPECT_EQ(run.log.find("(rank 1) silent for"), std::string::npos) << run.log;
 }
 
 // A device of a group slowed fiftyfold by its profile from step 3 on (its

@@ -97,7 +97,9 @@ struct StageLink {
   // step's batch. Every device of a group showed the whole job's (a new
   // user's trial).
   int64_t samples = 0;
-  int64_t batch_share = 0;
+  // None before its first step is dealt: then shown as the job's batch. A
+  // device dealt no sample shows 0, not the whole batch (found in review).
+  std::optional<int64_t> batch_share;
   std::optional<v1::StageState> state;
   // A replica coming in parts, put together.
   ReplicaAssembly replica;
