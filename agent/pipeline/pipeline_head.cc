@@ -194,16 +194,26 @@ void PipelineHead::LoseOnSend(int rank, const Status& sent) {
   changed_.NotifyAll();
 }
 
-Status PipelineHead::SendTo(int rank, const v1::CoordinatorMessage& message) {
+Status PipelineHead::SendTo(int rank, const v1::CoordinatorMessage& message, std::optional<int> from) {
   Link& link = *links_[rank];
   WorkerStream* stream;
+  // The forwarded device's wait on this link, from its start to its end.
+  const auto forwarded = [&] {
+    if (!from) return;
+    Link& sender = *links_[*from];
+    --sender.forwarding;
+    sender.forwarded_at = clock_.Now();
+    changed_.NotifyAll();
+  };
   {
     // One sender a stream at a time, waited for through the clock: a send may
     // block on the stage's link, and a simulated clock must see who waits.
     std::unique_lock lock(mu_);
+    if (from) ++links_[*from]->forwarding;
     changed_.Wait(lock, [&] { return !link.sending; });
     stream = link.stream;
     if (!stream) {
+      forwarded();
       return UnavailableError("stage " + std::to_string(link.stage + 1) + " (rank " + std::to_string(rank) +
                               ") is not connected");
     }
@@ -213,6 +223,7 @@ Status PipelineHead::SendTo(int rank, const v1::CoordinatorMessage& message) {
   std::lock_guard lock(mu_);
   link.sending = false;
   if (sent.ok()) link.bytes_down += static_cast<int64_t>(message.ByteSizeLong());
+  forwarded();
   changed_.NotifyAll();
   return sent;
 }

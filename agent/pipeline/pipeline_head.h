@@ -195,7 +195,9 @@ class PipelineHead final : public TrainingEngine, public WorkerSessions {
   // Steps that make an epoch, each epoch's last short where the batch does
   // not divide the data (core/batch_order.h).
   int64_t StepsPerEpoch() const;
-  Status SendTo(int rank, const v1::CoordinatorMessage& message);
+  // `from`, if given, is the device whose message this forwards: not
+  // judged silent while the send waits on `rank`'s link.
+  Status SendTo(int rank, const v1::CoordinatorMessage& message, std::optional<int> from = std::nullopt);
   // Each (rank, message) sent; a rank whose stream fails is lost. Without mu_.
   void SendOrLose(const std::vector<std::pair<int, v1::CoordinatorMessage>>& commands);
   // A device a send to failed: lost, and said so, once.

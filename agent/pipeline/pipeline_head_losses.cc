@@ -37,6 +37,10 @@ TimePoint PipelineHead::LoseSilentLocked(const std::function<bool(const Link&)>&
   for (int r : members_) {
     Link& link = *links_[r];
     if (link.lost || !link.stream || !owes(link)) continue;
+    // Its messages wait to be read while the head forwards one of them to a
+    // device slow to take it: that one is judged, by its own silence, not
+    // this one (woken when the forward ends).
+    if (link.forwarding > 0) continue;
     if (now < link.transfer_until) {  // an announced transfer's time on the wire
       next = std::min(next, link.transfer_until + std::chrono::milliseconds(1));
       continue;
@@ -62,14 +66,17 @@ TimePoint PipelineHead::LoseSilentLocked(const std::function<bool(const Link&)>&
     const bool alone = LiveInStageLocked(link.stage) == 1;
     const Duration allowed =
         std::max({link.heard.Deadline(), alone ? 2 * link.silent_floor : Duration::zero(), loss_cost});
-    if (!link.heard.Overdue(now) || now - link.heard.last_arrival() <= allowed) {
-      next = std::min(next, link.heard.last_arrival() + allowed + std::chrono::milliseconds(1));
+    // Silent since it was last heard, or since the head last waited on
+    // another's link with its messages unread, whichever is later.
+    const TimePoint heard_at = std::max(link.heard.last_arrival(), link.forwarded_at);
+    if (!link.heard.Overdue(now) || now - heard_at <= allowed) {
+      next = std::min(next, heard_at + allowed + std::chrono::milliseconds(1));
       continue;
     }
     link.lost = true;
-    link.lost_at = link.heard.last_arrival();
+    link.lost_at = heard_at;
     Log() << "pipeline: stage " << link.stage + 1 << " (rank " << r << ") silent for "
-          << ToSeconds(now - link.heard.last_arrival()) << " s in step " << step_ + 1 << ", past its deadline of "
+          << ToSeconds(now - heard_at) << " s in step " << step_ + 1 << ", past its deadline of "
           << ToSeconds(allowed) << " s" << (alone ? " (its stage's only device)" : "") << ": taken for lost\n";
   }
   return next;

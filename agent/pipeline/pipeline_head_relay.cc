@@ -247,7 +247,7 @@ Status PipelineHead::Relay(int rank, bool forward, v1::MicroBatch part) {
   for (size_t j = 0; j < out.size(); ++j) {
     v1::CoordinatorMessage relayed;
     *(forward ? relayed.mutable_forward() : relayed.mutable_backward()) = std::move(out[j]);
-    if (Status sent = SendTo(targets[j], relayed); !sent.ok()) {
+    if (Status sent = SendTo(targets[j], relayed, rank); !sent.ok()) {
       // The neighbour is gone; its own stream says so to the driver.
       Log() << "pipeline: stage " << to + 1 << " did not take a micro-batch: " << sent.message() << "\n";
     }
@@ -350,7 +350,7 @@ Status PipelineHead::SumGradient(int rank, v1::GroupGradient part) {
     sum.mutable_gradient()->set_values(FloatBytes(total));
     std::erase_if(group, [&](int r) { return links_[r]->lost; });
   }
-  for (int r : group) (void)SendTo(r, sum);
+  for (int r : group) (void)SendTo(r, sum, rank);
   return Status::Ok();
 }
 

@@ -271,11 +271,51 @@ struct Disturbances {
   // The head's server shut down as soon as it has said stop, as the agent's
   // is (agent.cc), rather than once every device has left.
   bool serving_ends_with_the_job = false;
+  // Devices slow to receive, by rank: each message the head sends one takes
+  // this long on the clock (a downlink crawling, a device too busy to read).
+  std::map<int, Duration> slow_to_receive{};
+};
+
+// The head's stream to a device, each send taking `delay` on the clock.
+class SlowToReceive final : public WorkerStream {
+ public:
+  SlowToReceive(WorkerStream& inner, Duration delay, Clock& clock) : inner_(inner), delay_(delay), clock_(clock) {}
+  Status Send(const v1::CoordinatorMessage& message) override {
+    clock_.SleepFor(delay_);
+    return inner_.Send(message);
+  }
+  StatusOr<v1::WorkerMessage> Receive() override { return inner_.Receive(); }
+  void Cut() override { inner_.Cut(); }
+
+ private:
+  WorkerStream& inner_;
+  const Duration delay_;
+  Clock& clock_;
+};
+
+// The head's sessions, the devices of `slow` served through SlowToReceive.
+class SlowDownlinks final : public WorkerSessions {
+ public:
+  SlowDownlinks(WorkerSessions& inner, const std::map<int, Duration>& slow, Clock& clock)
+      : inner_(inner), slow_(slow), clock_(clock) {}
+  Status Admit(const v1::Hello& hello) override { return inner_.Admit(hello); }
+  Status Serve(const v1::Hello& hello, WorkerStream& stream) override {
+    const auto slow = slow_.find(hello.rank());
+    if (slow == slow_.end()) return inner_.Serve(hello, stream);
+    SlowToReceive slowed(stream, slow->second, clock_);
+    return inner_.Serve(hello, slowed);
+  }
+  int64_t LargestMessageRead() const override { return inner_.LargestMessageRead(); }
+
+ private:
+  WorkerSessions& inner_;
+  const std::map<int, Duration>& slow_;
+  Clock& clock_;
 };
 SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& trainers, const TrainTestSplit& data,
                          DeterministicClock& clock, int steps, const Disturbances& disturbances = {}) {
   const auto& [gates, take_layers, rebalance_every, rebalance_within, uplink, back, resume, absent, between_steps,
-               rejoining, stop_after_step, cpu_clocks, serving_ends_with_the_job] = disturbances;
+               rejoining, stop_after_step, cpu_clocks, serving_ends_with_the_job, slow_to_receive] = disturbances;
   InMemoryNetwork network(clock);
   // The whole model is the stages' tensors in order (one weight a layer, as
   // the fakes hold them, and any padding).
@@ -310,7 +350,8 @@ SimulatedRun RunPipeline(const JobPlan& plan, const std::vector<StageTrainer*>& 
   std::vector<std::unique_ptr<std::atomic<bool>>> stop;  // each device's own, as its agent's signal
   for (size_t r = 0; r < trainers.size(); ++r) stop.push_back(std::make_unique<std::atomic<bool>>(false));
   clock.Run("test", [&] {
-    auto server = network.Serve("head", head);
+    SlowDownlinks sessions(head, slow_to_receive, clock);
+    auto server = network.Serve("head", sessions);
     ASSERT_TRUE(server.ok());
     auto connector = network.Connector("head");
     std::vector<ClockThread> threads;
@@ -1563,6 +1604,29 @@ TEST(SimulatedPipelineTest, AnOnlyDeviceWhoseLossWouldCostMoreThanItsPauseIsWait
   EXPECT_EQ(lost.progress.replays->restored_stages, 1) << lost.log;
   EXPECT_NE(lost.log.find("past its deadline of 2 s (its stage's only device): taken for lost"), std::string::npos)
       << lost.log;
+}
+
+// A device slow to receive holds up the head's forwarding of its
+// neighbours' micro-batches to it, and with it the reading of their
+// messages: their silence is the head's own, and they are not taken for
+// lost in its place. Taken so, the first stage's pair, allowed a second of
+// silence where the slow device alone in its stage is allowed the grace,
+// were lost one after the other, and the job ended (found in review).
+TEST(SimulatedPipelineTest, ADeviceSlowToReceiveHasNoNeighbourTakenForLostInItsPlace) {
+  const JobPlan plan = HybridPlan({{0, 1}, {2}}, 4);
+  DeterministicClock clock;
+  std::vector<std::unique_ptr<testing::FakeStageTrainer>> fakes;
+  std::vector<StageTrainer*> trainers;
+  for (int r = 0; r < 3; ++r) {
+    fakes.push_back(std::make_unique<testing::FakeStageTrainer>(
+        testing::FakeStage{r < 2, r == 2, milliseconds(1 + r / 2), milliseconds(2)}, clock));
+    trainers.push_back(fakes.back().get());
+  }
+  const SimulatedRun run =
+      RunPipeline(plan, trainers, LearningData(), clock, 3, {.slow_to_receive = {{2, std::chrono::seconds(3)}}});
+  ASSERT_TRUE(run.ended.ok()) << run.ended.ToString() << "\n" << run.log;
+  EXPECT_EQ(run.log.find("taken for lost"), std::string::npos) << run.log;
+  EXPECT_GE(run.step_s[0], 3.0) << "the step waited on the slow device";
 }
 
 // The last device of a group, covering the other lost mid-step, is its

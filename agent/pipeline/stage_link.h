@@ -23,6 +23,13 @@ struct StageLink {
   int stage = 0;
   WorkerStream* stream = nullptr;  // while served
   bool sending = false;            // the driver's commands and the relays share the stream
+  // Its messages forwarded to another device, a send under way on that one's
+  // stream, and when the last ended: while the head waits on another's link
+  // it reads nothing of this one's, whose silence is then the head's own,
+  // not the device's. A neighbour slow to receive had its sender taken for
+  // lost in its place (found in review).
+  int forwarding = 0;
+  TimePoint forwarded_at{};
   bool lost = false;
   TimePoint lost_at{};  // when it was last heard (silent) or its stream ended
   // Lost mid-step, and its shares of the step computed by another of its
