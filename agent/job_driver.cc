@@ -305,6 +305,7 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   // file written (found in review).
   auto save_checkpoint = [&](const JobCheckpoint& c) {
     evaluations.Begin();
+    EDGETRAIN_RETURN_IF_ERROR(evaluations.Sync());
     Status saved = SaveCheckpoint(plan_.CheckpointPath(), c);
     if (saved.ok()) metrics_.AddCheckpoint();
     return saved;

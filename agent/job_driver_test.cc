@@ -767,6 +767,23 @@ TEST_F(JobDriverTest, AResumedJobDropsTheEvaluationsOfIterationsItTrainsAgain) {
   EXPECT_EQ(log.str().find("is not an evaluation row"), std::string::npos) << "a row a crash cut short goes unsaid";
 }
 
+// An evaluations.csv a power cut left empty beside its checkpoint gets its
+// header back on resume: its rows had been appended headerless, and every
+// later resume took the first row for the header (found in review).
+TEST_F(JobDriverTest, AResumedJobsEmptiedEvaluationsGetTheirHeaderBack) {
+  plan.spec.fault_tolerance.checkpoint_every = 10;
+  ASSERT_TRUE(Run(milliseconds(123)).ok());  // its checkpoint at 25
+  std::ofstream(plan.output_dir + "/evaluations.csv", std::ios::trunc).close();
+  ASSERT_TRUE(Run().ok());
+  std::istringstream rows(Evaluations());
+  std::string row;
+  std::getline(rows, row);
+  EXPECT_EQ(row, "seconds,iteration,samples,accuracy,energy_joules");
+  std::vector<int64_t> iterations;
+  while (std::getline(rows, row)) iterations.push_back(std::stoll(row.substr(row.find(',') + 1)));
+  EXPECT_EQ(iterations, (std::vector<int64_t>{30, 35, 40})) << "the rows before it were lost with the file";
+}
+
 // A line of evaluations.csv that is no row (edited by hand, damaged) is left
 // out, and said to be: it vanished unsaid, where progress.jsonl's lines say
 // so (a new user's trial).

@@ -182,6 +182,17 @@ int Evaluate(const EvaluateOptions& options, std::ostream& out, std::ostream& er
                   classes, classes);
     other_data += std::string(note) + ": the model does not tell them apart (untrained, or trained on other data)\n";
   }
+  // A model of a run stopped before its end: said, as its score may be of a
+  // few steps (a new user's model of 6 steps scored what guessing does,
+  // with nothing said of the run it came from).
+  const nlohmann::json card = ModelCard(options.model_path);
+  if (card.is_object() && card.contains("finished") && card["finished"] == false) {
+    const std::string at = card.contains("iteration") && card["iteration"].is_number_integer()
+                               ? " at iteration " + WithThousands(card["iteration"].get<int64_t>())
+                               : "";
+    other_data += "note: " + options.model_path + " is of a run interrupted" + at +
+                  " (model.json: finished false): run its job again to resume it\n";
+  }
   err << other_data;
   if (options.json) {
     // The agent names a data set by its training files; what was evaluated

@@ -74,7 +74,11 @@ std::vector<std::string> MisnamedFiles(const api::TrainingJobManifest& job, JobF
     if (path.empty()) return;
     std::error_code ec;
     const fs::file_status status = fs::status(path, ec);
-    if (!fs::exists(status)) {
+    // One the system cannot look at says why (a folder this user may not
+    // enter, a loop of links), not "no such file or folder" (found in review).
+    if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+      wrong.push_back(field + ": " + path + ": " + ec.message());
+    } else if (!fs::exists(status)) {
       wrong.push_back(field + ": " + path + ": no such file or folder");
     } else if (kind == Kind::kFile && fs::is_directory(status)) {
       wrong.push_back(field + ": " + path + ": a folder, not a file" + why);

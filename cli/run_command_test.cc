@@ -20,6 +20,7 @@
 #include "cli/child_process.h"
 #include "cli/child_process_testing.h"
 #include "core/job_progress.h"
+#include "core/number_text.h"
 
 namespace edgetrain::cli {
 namespace {
@@ -229,16 +230,25 @@ TEST_F(RunCommandTest, EvaluateGivesTheTrainedModelsTestAccuracyAgain) {
   EXPECT_EQ(said.stderr_text.find("note:"), std::string::npos) << "trained on digits: " << said.stderr_text;
   // A model of other data of the same shape is measured, and said to be (a
   // new user's model of image folders scored on digits without a word).
+  // So is a model of a run interrupted before its end (a new user's model
+  // of 6 steps scored what guessing does, nothing said of its run).
+  int64_t iteration = 0;
   {
     const std::string card = (dir_ / "out" / "model.json").string();
     nlohmann::json json = nlohmann::json::parse(std::ifstream(card));
     json["dataset"] = "images data (folders/train)";
+    json["finished"] = false;
+    iteration = json["iteration"].get<int64_t>();
     std::ofstream(card) << json.dump(2);
   }
   Outcome other = Execute({"evaluate", model, "--dataset", "digits"});
   EXPECT_EQ(other.exit, 0) << other.stderr_text;
   EXPECT_NE(other.stderr_text.find("note: " + model + " was trained on images data (folders/train) (model.json), "
                                    "not on digits: this measures it on other data"),
+            std::string::npos)
+      << other.stderr_text;
+  EXPECT_NE(other.stderr_text.find("note: " + model + " is of a run interrupted at iteration " +
+                                   WithThousands(iteration) + " (model.json: finished false)"),
             std::string::npos)
       << other.stderr_text;
   // The job's manifest given for its model: the command that evaluates

@@ -366,8 +366,12 @@ void PrintStages(const PipelineLayout& layout, const std::vector<WorkerSlot>& de
   // layout read "as planned" (a new user's trial).
   // Relaid: its stages or their devices changed mid-run; a redeal within a
   // group keeps both, its shares dealt by what each device computed.
+  // A device let go of as a straggler, or left out by a measurement's
+  // layout, relays its stage too (a new user's run compared with the plan
+  // after its slowed device had gone).
   const bool relaid = p.replays && (p.replays->count > 0 || p.replays->covered > 0 || p.replays->repartitions > 0 ||
-                                    p.replays->restored_stages > 0 || p.replays->rejoined > 0);
+                                    p.replays->restored_stages > 0 || p.replays->rejoined > 0 ||
+                                    p.replays->stragglers > 0 || p.replays->left_out > 0);
   const bool changed = relaid || (p.replays && p.replays->redealt > 0);
   const bool given = layout.stages_given;
   out << "  " << (changed ? (given ? "as given, " : "as planned, ") : "") << layout.stages.size()

@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "agent/data/gzip_file.h"
@@ -30,7 +32,21 @@ bool ParseNumber(std::string_view field, double& out) {
   if (!field.empty() && field.front() == '+') field.remove_prefix(1);
   if (field.empty()) return false;
   const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), out);
-  return ec == std::errc() && end == field.data() + field.size();
+  if (end != field.data() + field.size()) return false;
+  // A number past a double's range is a number still: 1e400 the infinity
+  // it rounds to, said as beyond float32's range below, 1e-400 the 0 it
+  // rounds to. Both read "is not a number" (found in review).
+  if (ec == std::errc::result_out_of_range) {
+    out = std::strtod(std::string(field).c_str(), nullptr);
+    return true;
+  }
+  return ec == std::errc();
+}
+
+// Whether a field that parsed as infinite was written as a number too large,
+// not as "inf".
+bool WrittenLarge(std::string_view field) {
+  return std::any_of(field.begin(), field.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
 // A field as an error quotes it: a byte that is not printable ASCII as \xNN (a
@@ -191,7 +207,9 @@ StatusOr<Dataset> ParseCsv(std::string_view text, const DatasetInfo& info, const
         d.pixels.push_back(static_cast<uint8_t>(v));
       } else {
         // A NaN or an infinity would only show up later as a loss that is NaN.
-        if (!std::isfinite(v)) return bad(Quoted(fields[i]) + " is not a finite number");
+        if (!std::isfinite(v) && !(std::isinf(v) && WrittenLarge(fields[i]))) {
+          return bad(Quoted(fields[i]) + " is not a finite number");
+        }
         // Features are float32: 1e39 read as a double became an infinity
         // there, and the loss NaN, blamed on the learning rate (a new
         // user's trial).

@@ -113,6 +113,10 @@ TEST(CsvFormatTest, RefusesBadRows) {
       {"-1,2,3,4\n", {}, "t.csv:1: label -1 is out of range [0, 4): spec.data.classes is 4"},
       {"1,2,nan,4\n", {}, "t.csv:1: 'nan' is not a finite number"},
       {"1,2,1e39,4\n", {}, "t.csv:1: '1e39' is beyond float32's range (3.4e38), which features are kept in"},
+      // Past a double's range too: a number, not "not a number".
+      {"1,2,1e400,4\n", {}, "t.csv:1: '1e400' is beyond float32's range (3.4e38), which features are kept in"},
+      {"1,2,-1e400,4\n", {}, "t.csv:1: '-1e400' is beyond float32's range (3.4e38), which features are kept in"},
+      {"1,2,inf,4\n", {}, "t.csv:1: 'inf' is not a finite number"},
       {"1,2,3,17\n", {.label_column = 0, .max_level = 16}, "t.csv:1: value '17' is not a whole number from 0 to 16"},
       {"1,2,3.5,1\n", {.label_column = -1, .max_level = 16}, "t.csv:1: value '3.5' is not a whole number from 0 to 16"},
   };

@@ -36,6 +36,12 @@ StatusOr<std::string> ReadGzipFile(const std::string& path) {
 StatusOr<std::string> ReadDataFile(const std::string& path) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
+  // Not there is said so; a file the system cannot look at says why (a
+  // folder the agent may not enter, a loop of links), not "no such file"
+  // (found in review).
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+    return InvalidArgumentError(path + ": " + ec.message());
+  }
   if (!std::filesystem::exists(status)) return InvalidArgumentError(path + ": no such file");
   if (std::filesystem::is_directory(status)) return InvalidArgumentError(path + ": a folder, not a file");
   StatusOr<std::string> content = ReadGzipFile(path);

@@ -111,6 +111,9 @@ StatusOr<Dataset> ReadImageFolders(const std::string& root, const DatasetInfo& i
                                         const std::vector<std::string>& same_classes_as) {
   std::error_code ec;
   const fs::file_status status = fs::status(root, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+    return InvalidArgumentError(root + ": " + ec.message());  // not "no such folder": see ReadDataFile
+  }
   if (!fs::exists(status)) return InvalidArgumentError(root + ": no such folder");
   if (!fs::is_directory(status)) return InvalidArgumentError(root + ": not a folder (images are read from class folders)");
   if (info.channels < 1 || info.channels > 4) {

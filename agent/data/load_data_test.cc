@@ -150,6 +150,8 @@ TEST(LoadDataTest, BadFilesSayWhichAndWhatIsWrong) {
   for (int i = 0; i < 100000; ++i) noise += static_cast<char>('0' + (i * 7919) % 10);
   const std::string cut = WriteGz(dir / "cut.csv.gz", noise);
   fs::resize_file(cut, fs::file_size(cut) / 2);
+  fs::remove(dir / "loop.csv");
+  fs::create_symlink("loop.csv", dir / "loop.csv");  // a link to itself
 
   struct Case {
     DataSpec spec;
@@ -158,6 +160,9 @@ TEST(LoadDataTest, BadFilesSayWhichAndWhatIsWrong) {
       // a missing file or folder
       {Files(DataFormat::kNpy, Pair(d + "/absent.npy", y), Pair(x, y), {2}, 2), d + "/absent.npy: no such file"},
       {Files(DataFormat::kCsv, Path(d), Path(csv), {2}, 2), d + ": a folder, not a file"},
+      // one the system cannot look at says why, not "no such file"
+      {Files(DataFormat::kCsv, Path(d + "/loop.csv"), Path(csv), {2}, 2),
+       d + "/loop.csv: Too many levels of symbolic links"},
       {Files(DataFormat::kImages, Path(d + "/no-images"), Path(d + "/images"), {2, 2}, 2), d + "/no-images: no such folder"},
       // not the format
       {Files(DataFormat::kIdx, Pair(x, idx_y), Pair(idx_x, idx_y), {2}, 2), x + ": not an IDX file (bad magic number)"},

@@ -1420,6 +1420,51 @@ TEST(SimulatedPipelineTest, ADeviceStoppedWhileItAwaitsItsWelcomeLeavesAtOnce) {
   EXPECT_LE(waited, StageOptions{}.cancel_recheck) << ToSeconds(waited);
 }
 
+// A head whose relayer sends a replica part it queued for the rank's earlier
+// session before this session's answer, then says stop.
+class RelayFirstHead final : public WorkerSessions {
+ public:
+  Status Admit(const v1::Hello&) override { return Status::Ok(); }
+  Status Serve(const v1::Hello&, WorkerStream& stream) override {
+    v1::CoordinatorMessage part;
+    part.mutable_replica_part()->set_step(3);
+    EDGETRAIN_RETURN_IF_ERROR(stream.Send(part));
+    v1::CoordinatorMessage stop;
+    stop.mutable_stop()->set_reason("done");
+    EDGETRAIN_RETURN_IF_ERROR(stream.Send(stop));
+    while (stream.Receive().ok()) {
+    }
+    return Status::Ok();
+  }
+};
+
+// A replica part before a session's first answer is passed over: taken for
+// the answer, it failed the stage for good, "the head did not answer with a
+// stage welcome", where it rejoins (found in review).
+TEST(SimulatedPipelineTest, AReplicaPartBeforeASessionsFirstAnswerIsPassedOver) {
+  const JobPlan plan = HybridPlan({{0}, {1}}, 2);
+  const TrainTestSplit data = testing::FakeData(240, 8, 10);
+  DeterministicClock clock;
+  testing::FakeStageTrainer trainer({true, false}, clock);
+  InMemoryNetwork network(clock);
+  RelayFirstHead head;
+  std::ostringstream log;
+  std::atomic<bool> cancel{false};
+  StatusOr<StageSummary> summary = InternalError("not run");
+  clock.Run("test", [&] {
+    auto server = network.Serve("head", head);
+    ASSERT_TRUE(server.ok());
+    auto connector = network.Connector("head");
+    StageOptions options;
+    options.rank = 0;
+    options.head = connector.get();
+    summary = RunStage(plan, options, trainer, data.train, clock, log, cancel);
+    (*server)->Shutdown();
+  });
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString() << "\n" << log.str();
+  EXPECT_EQ(summary->stop_reason, "done");
+}
+
 // A device whose replica is still going out on a slow link when the job ends
 // ends well: the head, once it has said stop, shuts its server down, and the
 // parts left fail to go. Their failure had been the device's: its agent said

@@ -1059,6 +1059,15 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
     uplink.reset();
     clock.SleepFor(options.connect_attempt);
   }
+  // A replica part the head's relayer queued for this rank's earlier session
+  // may come before this one's first answer: passed over, where the stage
+  // had failed for good, taking it for the head's answer (found in review).
+  // Its next replica comes at its period.
+  while (first.has_replica_part()) {
+    StatusOr<v1::CoordinatorMessage> next = stream->Receive();
+    if (!next.ok()) return next.status();
+    first = std::move(*next);
+  }
   if (first.has_stop()) return StageSummary{.stop_reason = first.stop().reason()};
   if (!first.has_stage_welcome()) return FailedPreconditionError("the head did not answer with a stage welcome");
   Stage stage(plan, index, options, trainer, train, clock, cancel, started, log);

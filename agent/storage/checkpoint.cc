@@ -137,10 +137,13 @@ StatusOr<std::string> EncodeCheckpoint(const JobCheckpoint& c) {
                                    " MiB, more than one can hold (2 GiB): the model and its optimizer's state are "
                                    "too large to be checkpointed");
   }
-  const std::string message = m.SerializeAsString();
-  const uint32_t crc = Crc32(message);
+  // Serialised straight after the magic: a copy of the message, then of the
+  // whole, had held four copies of the state at once, where the checkpoint,
+  // the message and the bytes are three (found in review).
   std::string out(kMagic);
-  out += message;
+  out.reserve(kMagic.size() + m.ByteSizeLong() + sizeof(uint32_t));
+  m.AppendToString(&out);
+  const uint32_t crc = Crc32(std::string_view(out).substr(kMagic.size()));
   out.append(reinterpret_cast<const char*>(&crc), sizeof crc);
   return out;
 }

@@ -1,8 +1,11 @@
 #include "agent/storage/evaluation_log.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <sstream>
 #include <vector>
@@ -15,34 +18,35 @@ namespace {
 
 constexpr const char* kHeader = "seconds,iteration,samples,accuracy,energy_joules\n";
 
-// The file with only its header and the rows of iterations up to `last`;
+// The file with its header and only the rows of iterations up to `last`;
 // the numbers of the lines left out that were no row at all, into `unread`.
+// A file without the header has it written first: one a power cut left
+// empty had its rows appended headerless, and every later resume took the
+// first row for the header (found in review).
 Status DropRowsPast(const std::string& path, int64_t last, std::vector<int>& unread) {
   EDGETRAIN_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path));
   std::istringstream lines(text);
-  std::string kept, line;
-  bool header = true, dropped = false;
+  std::string kept = kHeader, line;
+  bool rewrite = text.rfind(kHeader, 0) != 0;
   int number = 0;
   while (std::getline(lines, line)) {
     ++number;
-    if (!header) {
-      const size_t comma = line.find(',');
-      int64_t iteration = 0;
-      // A row the crash cut short (the file's last, with no end of line) is
-      // dropped too, unsaid: a crash leaves one.
-      const bool cut = lines.eof();
-      const bool malformed = std::count(line.begin(), line.end(), ',') != 4 || comma == std::string::npos ||
-                             !(std::istringstream(line.substr(comma + 1)) >> iteration);
-      if (cut || malformed || iteration > last) {
-        if (malformed && !cut) unread.push_back(number);
-        dropped = true;
-        continue;
-      }
+    if (number == 1 && !rewrite) continue;  // the header, kept
+    const size_t comma = line.find(',');
+    int64_t iteration = 0;
+    // A row the crash cut short (the file's last, with no end of line) is
+    // dropped too, unsaid: a crash leaves one.
+    const bool cut = lines.eof();
+    const bool malformed = std::count(line.begin(), line.end(), ',') != 4 || comma == std::string::npos ||
+                           !(std::istringstream(line.substr(comma + 1)) >> iteration);
+    if (cut || malformed || iteration > last) {
+      if (malformed && !cut) unread.push_back(number);
+      rewrite = true;
+      continue;
     }
-    header = false;
     kept += line + "\n";
   }
-  return dropped ? WriteFileAtomically(path, kept) : Status::Ok();
+  return rewrite ? WriteFileAtomically(path, kept) : Status::Ok();
 }
 
 }  // namespace
@@ -71,6 +75,17 @@ void EvaluationLog::Begin() {
   if (out_.is_open()) return;
   out_.open(path_, std::ios::trunc);
   out_ << kHeader << std::flush;
+}
+
+Status EvaluationLog::Sync() {
+  if (!out_.is_open()) return Status::Ok();
+  out_.flush();
+  const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  const bool synced = fd >= 0 && ::fsync(fd) == 0;
+  const std::string why = synced ? "" : std::strerror(errno);
+  if (fd >= 0) ::close(fd);
+  if (!synced) return InternalError("cannot flush " + path_ + ": " + why);
+  return Status::Ok();
 }
 
 void EvaluationLog::Record(double seconds, int64_t iteration, int64_t samples, double accuracy,

@@ -32,6 +32,9 @@ class EvaluationLog {
   // its first evaluation kept them as its own, drawn as its curve (found in
   // review).
   void Begin();
+  // Its rows on disk, before a checkpoint that a resume keeps the rows up
+  // to: a power cut had left the checkpoint and lost the rows before it.
+  Status Sync();
 
  private:
   EvaluationLog(std::string path, std::ofstream out) : path_(std::move(path)), out_(std::move(out)) {}
