@@ -1,6 +1,7 @@
 #include "agent/agent.h"
 
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -50,6 +51,10 @@ StatusOr<JobPlan> ReadPlan(const std::string& path) {
   // that does not decode is wrong input, exit 2. Said as "cannot read plan
   // PATH" alone, both exited 2 (found in review).
   auto text = ReadWholeFile(path);
+  std::error_code ec;
+  if (!text.ok() && std::filesystem::is_directory(path, ec)) {
+    return InvalidArgumentError("--plan: " + path + " is a folder, not a plan file");
+  }
   if (!text.ok()) return text.status().WithContext("--plan");
   auto plan = DecodeJobPlan(*text);
   if (!plan.ok()) return plan.status().WithContext(path);

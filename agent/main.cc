@@ -3,7 +3,11 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
+#include <exception>
 #include <iostream>
+#include <sstream>
+#include <string_view>
 
 #include "agent/agent.h"
 #include "agent/check_model_command.h"
@@ -33,17 +37,35 @@ int ForSignal(int code) {
 }
 
 // An exception no layer below caught (a LibTorch error outside a trainer's
-// guard, memory exhausted) ended the agent in std::terminate: SIGABRT, no
-// `result` line for the runner or the kubelet, the termination log empty.
-// It is the agent's failure, said as every other is.
-template <typename Run>
-int FailureOnException(Run run, std::ostream& lines, std::ostream& log) {
-  try {
-    return run();
-  } catch (const std::exception& e) {
-    return edgetrain::agent::ReportFailure(edgetrain::InternalError(std::string("internal error: ") + e.what()),
-                                           lines, log);
+// guard, memory exhausted), on any thread, ended the agent in std::terminate:
+// SIGABRT, no `result` line for the runner or the kubelet, the termination
+// log empty. It is said as every other failure is, and the process ends at
+// once, as it did: unwound instead, threads the exception skipped the
+// closing of (a worker's sender, a stage's heartbeats) would hold the
+// process alive and its peers waiting on it (found in review).
+std::string g_termination_log;  // set once the flags are read
+[[noreturn]] void FailOnTerminate() {
+  std::string what = "std::terminate called without an exception";
+  if (const std::exception_ptr e = std::current_exception()) {
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+      what = x.what();
+    } catch (...) {
+      what = "an exception of an unknown type";
+    }
   }
+  std::ostringstream line;
+  edgetrain::agent::ReportFailure(edgetrain::InternalError("internal error: " + what), line, std::cerr);
+  std::cout << line.str() << std::flush;
+  std::cerr << std::flush;
+  constexpr std::string_view kPrefix = "result ";
+  if (!g_termination_log.empty() && line.str().starts_with(kPrefix)) {
+    std::string json = line.str().substr(kPrefix.size());
+    while (!json.empty() && json.back() == '\n') json.pop_back();
+    edgetrain::agent::WriteTerminationLog(g_termination_log, edgetrain::agent::FitTerminationMessage(json), std::cerr);
+  }
+  std::_Exit(edgetrain::kExitFailed);
 }
 
 // Every pass allocates its activations and gradients afresh, hundreds of kB
@@ -96,13 +118,11 @@ int main(int argc, char** argv) {
   // The log's lines stamped with their time; the result's line on stdout,
   // which `edgetrain run`, the kubelet and benches read, as it is.
   const edgetrain::agent::StampedStderr stamped;
-  if (flags->termination_log.empty()) {
-    return ForSignal(FailureOnException([&] { return RunAgent(*flags, std::cout, std::cerr, g_cancel); }, std::cout,
-                                        std::cerr));
-  }
+  g_termination_log = flags->termination_log;
+  std::set_terminate(FailOnTerminate);
+  if (flags->termination_log.empty()) return ForSignal(RunAgent(*flags, std::cout, std::cerr, g_cancel));
   ResultCapture capture(std::cout);
-  const int code = ForSignal(FailureOnException(
-      [&] { return RunAgent(*flags, capture.stream(), std::cerr, g_cancel); }, capture.stream(), std::cerr));
+  const int code = ForSignal(RunAgent(*flags, capture.stream(), std::cerr, g_cancel));
   capture.stream().flush();
   if (!capture.result().empty()) WriteTerminationLog(flags->termination_log, FitTerminationMessage(capture.result()), std::cerr);
   return code;

@@ -282,8 +282,10 @@ int CheckStreamFolders(const api::TrainingJobManifest& job, std::ostream& err) {
     // listed (not allowed, a file where it should be) had its worker train
     // on nothing, exit 0 (found in review).
     if (listing && listing != std::errc::no_such_file_or_directory) {
-      err << "error: " << folder.string() << " cannot be read: " << listing.message()
-          << ": worker " << rank << " trains on the CSV files put into it (docs/streams.md)\n";
+      // Said as the worker says it.
+      const std::string why = listing == std::errc::not_a_directory ? "a file, not a folder" : listing.message();
+      err << "error: " << folder.string() << " cannot be read: " << why << ": worker " << rank
+          << " trains on the CSV files put into it (docs/streams.md)\n";
       return kExitInvalid;
     }
     if (!readable) dry.push_back(folder.string());
@@ -1237,9 +1239,12 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
   if (links) watch.health = [&] { return links->health(); };
   for (const WorkerSlot& slot : plan.job.workers) watch.nodes[slot.rank] = slot.node;
   if (!plan.job.workers.empty()) watch.team_gathers_for = job.spec.fault_tolerance.node_loss_grace;
-  // A pipeline's head resumes without a device that never came, and a fresh
-  // one does not start without it.
-  if (plan.job.pipeline) watch.resumes = checkpoint.Resumable() && checkpoint.ReadableAndOf(plan.job.job);
+  // A pipeline's head resumes without a device that never came (replay on),
+  // and a fresh one, or one with replay off, does not start without it.
+  if (plan.job.pipeline) {
+    watch.resumes = job.spec.fault_tolerance.replay && checkpoint.Resumable() &&
+                    checkpoint.ReadableAndOf(plan.job.job);
+  }
   watch.last_words = [&](int rank) {
     return LastWords((folder->path() / ("worker-" + std::to_string(rank) + ".log")).string());
   };

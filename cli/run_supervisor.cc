@@ -110,8 +110,10 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
     if (!stopping && refused_before_start_ && outcome.failure.empty()) {
       const std::string rank = std::to_string(*refused_before_start_);
       outcome.inputs_at_fault = true;
-      outcome.failure = "worker " + rank + " stopped on an error of the job's own before its team started (exit 2; "
-                        "worker-" + rank + ".log's last lines below say which)";
+      const bool pipeline = order_ == StopOrder::kCoordinatorFirst;
+      outcome.failure = (pipeline ? "the stage agent of rank " : "worker ") + rank +
+                        " stopped on an error of the job's own before " + (pipeline ? "the pipeline" : "its team") +
+                        " started (exit 2; worker-" + rank + ".log's last lines below say which)";
       outcome.failure_log = "worker-" + rank + ".log";
       display.Finish();
       err_ << "stopping " << job_ << "...\n";  // the error follows, with a log's tail
@@ -213,7 +215,11 @@ bool RunSupervisor::NoteLostWorkers(ProgressDisplay& display, const RunWatch& wa
     if (!at_end && ended_.size() < workers_.size()) {
       const bool before_start =
           !said_how_it_started_ && watch.team_gathers_for > Duration::zero() && !TeamStartedNow(watch);
-      if (pipeline && before_start && !watch.resumes) {
+      if (pipeline && before_start && own_error) {
+        // As a team's worker: its inputs refused would be again.
+        refused_before_start_ = ranks_[i];
+        err_ << "; the pipeline has not started yet, and the same command fails the same way: the run stops";
+      } else if (pipeline && before_start && !watch.resumes) {
         // Nothing restarts an agent here, and the head waited out the grace
         // for it, then failed: a 20 s job stood 2 minutes unsaid (a new
         // user's trial).

@@ -404,6 +404,18 @@ TEST_F(RunSupervisorTest, AFreshPipelinesStageLostBeforeItStartsStopsTheRun) {
   EXPECT_LT(coordinator_.Elapsed(), seconds(10)) << "not the two minutes' grace";
 }
 
+// One that refused its inputs would again: the run fails as the job's fault.
+TEST_F(RunSupervisorTest, APipelinesStageThatRefusesItsInputsBeforeItStartsFailsTheRun) {
+  GathersUntil();
+  workers_[0]->ExitsAt(seconds(1), 2);
+  coordinator_.OnSignal(SIGTERM, [](ScriptedAgent& a) { a.ExitsAt(a.Elapsed() + seconds(1), 0); });
+  for (auto& w : workers_) w->OnSignal(SIGTERM, [](ScriptedAgent& a) { a.ExitsAt(a.Elapsed(), 0); });
+  Supervision outcome = Run(StopOrder::kCoordinatorFirst, {1, 2});
+  EXPECT_TRUE(outcome.inputs_at_fault);
+  EXPECT_EQ(outcome.failure, "the stage agent of rank 1 stopped on an error of the job's own before the pipeline "
+                             "started (exit 2; worker-1.log's last lines below say which)");
+}
+
 TEST_F(RunSupervisorTest, AResumedPipelinesStageLostBeforeItStartsIsWaitedForAndSaidSo) {
   GathersUntil(seconds(3));
   watch_.resumes = true;

@@ -124,10 +124,12 @@ Status WriteTlsFolder(const std::string& dir, const std::string& ca_pem, const K
   EDGETRAIN_RETURN_IF_ERROR(WriteFileWhole(at.key_path, agent.key_pem, 0600));
   EDGETRAIN_RETURN_IF_ERROR(WriteFileWhole(at.cert_path, agent.cert_pem, 0644));
   EDGETRAIN_RETURN_IF_ERROR(WriteFileWhole(at.ca_path, ca_pem, 0644));
-  // The three renames flushed with the folder: after a power cut the folder
-  // could hold the new key beside the old certificate, a pair that no longer
-  // matches, for good (found in review). A file system that cannot flush a
-  // folder says EINVAL, and has nothing to flush.
+  // The three renames flushed with the folder, so that once this returns
+  // they survive a power cut: without it, one could lose a later rename and
+  // keep an earlier, the new key beside the old certificate, for good (found
+  // in review). A cut between the renames still leaves such a pair until the
+  // next write, as a reader between them sees one (above). A file system
+  // that cannot flush a folder says EINVAL, and has nothing to flush.
   const int folder = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (folder < 0) return UnavailableError("cannot open " + dir + " to flush it: " + std::strerror(errno));
   const bool flushed = ::fsync(folder) == 0 || errno == EINVAL;

@@ -173,11 +173,14 @@ class SampleDirectory {
   // Only the last kWatchedAfterRead: a writer writes one file at a time, and
   // every look (each 50 ms while a worker waits) stats those watched.
   static constexpr size_t kWatchedAfterRead = 8;
-  // A file as stat sees it: its size, and which file it is (one renamed
-  // over another under its name is another inode).
+  // A file as stat sees it: its size, which file it is (one renamed over
+  // another under its name is another inode), and when it last changed.
   struct FileIdentity {
     std::uintmax_t size = 0;
     ino_t inode = 0;
+    // When its bytes last changed: a file rewritten in place at the same
+    // size, or made again under an inode reused, is another file's bytes.
+    int64_t modified_ns = 0;
     bool operator==(const FileIdentity&) const = default;
   };
   static std::optional<FileIdentity> IdentityOf(const std::string& path);

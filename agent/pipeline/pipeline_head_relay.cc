@@ -350,7 +350,10 @@ Status PipelineHead::SumGradient(int rank, v1::GroupGradient part) {
     sum.mutable_gradient()->set_values(FloatBytes(total));
     std::erase_if(group, [&](int r) { return links_[r]->lost; });
   }
-  for (int r : group) (void)SendTo(r, sum, rank);
+  // A send to another of the group is on the sender's behalf; one to the
+  // sender itself is not: waiting on its own link, it is judged by its own
+  // silence (found in review).
+  for (int r : group) (void)SendTo(r, sum, r != rank ? std::optional<int>(rank) : std::nullopt);
   return Status::Ok();
 }
 

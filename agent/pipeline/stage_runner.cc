@@ -1039,6 +1039,11 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
       if (!answered) stream->Close();
     });
     StatusOr<v1::CoordinatorMessage> answer = stream->Receive();
+    // A replica part the head's relayer queued for this rank's earlier
+    // session may come before this one's first answer: passed over, under
+    // the watch, where the stage had failed for good, taking it for the
+    // head's answer (found in review). Its next replica comes at its period.
+    while (answer.ok() && answer->has_replica_part()) answer = stream->Receive();
     {
       std::lock_guard lock(watched);
       answered = true;
@@ -1058,15 +1063,6 @@ StatusOr<StageSummary> RunStage(const JobPlan& plan, const StageOptions& options
     stream.reset();
     uplink.reset();
     clock.SleepFor(options.connect_attempt);
-  }
-  // A replica part the head's relayer queued for this rank's earlier session
-  // may come before this one's first answer: passed over, where the stage
-  // had failed for good, taking it for the head's answer (found in review).
-  // Its next replica comes at its period.
-  while (first.has_replica_part()) {
-    StatusOr<v1::CoordinatorMessage> next = stream->Receive();
-    if (!next.ok()) return next.status();
-    first = std::move(*next);
   }
   if (first.has_stop()) return StageSummary{.stop_reason = first.stop().reason()};
   if (!first.has_stage_welcome()) return FailedPreconditionError("the head did not answer with a stage welcome");
