@@ -657,8 +657,8 @@ TEST_F(RunCommandTest, AStreamFolderWithNothingForAWorkerIsNamed) {
   const Outcome unlistable = Execute({"validate", worker_file});
   EXPECT_EQ(unlistable.exit, 2);
   EXPECT_NE(unlistable.stderr_text.find("error: " + (dir_ / "worker-file" / "worker-1").string() +
-                                        " cannot be read: a file, not a folder: worker 1 trains on the CSV files put into "
-                                        "it"),
+                                        " cannot be read: a file, not a folder: worker 1 trains on the CSV files put "
+                                        "into it"),
             std::string::npos)
       << unlistable.stderr_text;
 
