@@ -26,7 +26,8 @@ bool IsJobName(const std::string& name) {
 int MakeCredentials(const CredentialsOptions& options, std::ostream& out, std::ostream& err) {
   if (!IsJobName(options.job)) {
     err << "edgetrain credentials: \"" << options.job
-        << "\" is not a job's name: lower-case letters, digits and '-', at most 52 characters, as metadata.name\n";
+        << "\" is not a job's name: lower-case letters, digits and '-', starting and ending with a letter or digit, "
+           "at most 52 characters, as metadata.name\n";
     return kExitInvalid;
   }
   // A new authority over the old one turns away every agent that holds the

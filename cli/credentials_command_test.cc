@@ -97,6 +97,10 @@ TEST(CredentialsCommandTest, ANameThatIsNoJobsIsRefused) {
             kExitInvalid);
   EXPECT_NE(err.str().find("\"Robots_1\" is not a job's name"), std::string::npos) << err.str();
   EXPECT_FALSE(std::filesystem::exists(testing::TempDir() + "/never"));
+  // One ending in '-' is told the rule it breaks (it met every rule said).
+  std::ostringstream ends;
+  EXPECT_EQ(MakeCredentials({"abc-", testing::TempDir() + "/never", std::chrono::hours(1)}, out, ends), kExitInvalid);
+  EXPECT_NE(ends.str().find("starting and ending with a letter or digit"), std::string::npos) << ends.str();
   // A name of 53 characters, which no job can have (metadata.name's 52).
   EXPECT_EQ(MakeCredentials({std::string(53, 'a'), testing::TempDir() + "/never", std::chrono::hours(1)}, out, err),
             kExitInvalid);

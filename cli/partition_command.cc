@@ -180,7 +180,8 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
     if (!injected.empty()) doc["injectedLabels"] = injected;
     if (!note.empty()) doc["note"] = note;
     if (!warning.empty()) doc["warning"] = warning;
-    out << doc.dump() << "\n";
+    // Replaced, not thrown: a file's name need not be UTF-8 (found in review).
+    out << doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kExitOk;
   }
   if (folders) {
@@ -221,9 +222,14 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
   if (!unseen.empty()) {
     out << "no worker sees " << (unseen.size() == 1 ? "label" : "labels");
     for (size_t i = 0; i < unseen.size(); ++i) out << (i ? ", " : " ") << unseen[i];
+    // A pipeline trains on every label whatever the parts: said of the team
+    // the parts are for (it read "the job never trains on them" beside the
+    // note that the pipeline deals the whole set: found in review).
+    const bool team = job.spec.parallelism.mode == ParallelismMode::kDataParallel;
     out << (job.spec.data.injection ? ": the coordinator injects their samples into the workers' batches\n"
-            : folders                 ? ": none has arrived yet\n"
-                                      : ": the job never trains on them\n");
+            : folders               ? ": none has arrived yet\n"
+            : team                  ? ": the job never trains on them\n"
+                                    : ": a data-parallel team of its workers would never train on them\n");
   }
   return kExitOk;
 }

@@ -70,6 +70,15 @@ TEST_F(PartitionCommandTest, APipelineJobsTableSaysThePartitionDoesNotApply) {
   std::ostringstream team;
   ASSERT_EQ(PrintPartition(Job("{kind: iid}", 2).string(), false, team, err), 0) << err.str();
   EXPECT_EQ(team.str().find("note: spec.data.partition applies"), std::string::npos) << team.str();
+  // Labels no part holds: the pipeline trains on them all the same.
+  const fs::path labelled = Manifest("labelled.yaml", "labelled",
+                                     "  model: {name: mlp}\n  data: {dataset: digits, partition: {kind: labels, "
+                                     "labelsPerWorker: 2}}\n  parallelism: {mode: pipeline, workers: 2}\n");
+  std::ostringstream parted;
+  ASSERT_EQ(PrintPartition(labelled.string(), false, parted, err), 0) << err.str();
+  EXPECT_EQ(parted.str().find("the job never trains on them"), std::string::npos) << parted.str();
+  EXPECT_NE(parted.str().find(": a data-parallel team of its workers would never train on them\n"), std::string::npos)
+      << parted.str();
 }
 
 TEST_F(PartitionCommandTest, JsonHoldsTheCountsAndTheIndicesTheyCount) {
@@ -107,6 +116,8 @@ TEST_F(PartitionCommandTest, AStreamFromAFolderShowsWhatEachWorkersFolderHolds) 
   csv(dir_ / "incoming/worker-0/a.csv", {0, 0, 1});
   csv(dir_ / "incoming/worker-1/a.csv", {2});
   std::ofstream(dir_ / "incoming/worker-1/b.csv") << "3,0.5\n";  // a row too short
+  // So short, under a name that is not UTF-8: --json had thrown on it.
+  std::ofstream(dir_ / "incoming/worker-1/caf\xe9.csv") << "3,0.5\n";
   const fs::path path = Manifest("job.yaml", "folders",
                                  "  model: {name: mlp}\n  data: {dataset: digits, stream: {directory: incoming}}\n"
                                  "  parallelism: {workers: 2}\n");
@@ -125,7 +136,7 @@ TEST_F(PartitionCommandTest, AStreamFromAFolderShowsWhatEachWorkersFolderHolds) 
   EXPECT_EQ(doc["labels"][0][0], 2);
   EXPECT_EQ(doc["labels"][0][1], 1);
   EXPECT_EQ(doc["labels"][1][2], 1);
-  EXPECT_EQ(doc["refusedFiles"].size(), 1u);
+  EXPECT_EQ(doc["refusedFiles"].size(), 2u);
 }
 
 // With injection, each worker's injected labels are shown, chosen as the

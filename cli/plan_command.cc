@@ -434,8 +434,12 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
       if (shown_beside) doc["pipeline"]["given"] = StagesGivenJson((*pipeline)->problem, (*pipeline)->runs, asked);
     } else if (pipeline) {
       doc["pipeline"] = {{"mode", NameOf(job.spec.parallelism.mode)}, {"error", pipeline->status().message()}};
+      // No plan, no prediction: placement's figure is a team's, kept apart
+      // as for a plan (docs/placement.md), not given as the job's.
+      doc["placementPredictedSamplesPerSecond"] = placement.predicted_samples_per_second;
+      doc["predictedSamplesPerSecond"] = nullptr;
     }
-    out << doc.dump() << "\n";
+    out << doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";  // a name need not be UTF-8
   } else {
     const int workers = job.spec.parallelism.workers;
     out << job.name << " on " << site << " (" << nodes.size() << (nodes.size() == 1 ? " node): " : " nodes): ")
@@ -451,8 +455,12 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
       }
       // Against the devices the workers were placed on, one a worker.
       const int devices = static_cast<int>(DevicesOf(placement, nodes).size());
+      // The layout run is the one given (--stages, spec.parallelism.stages)
+      // when there is one, and the planner's plan is shown first: said as
+      // the given layout's (a new user read the planner's plan's count).
       if (training < devices) {
-        out << " placed; the plan below trains on " << training << " of their " << devices << " devices";
+        out << " placed; " << (asked.given() ? "the stages given train on " : "the plan below trains on ") << training
+            << " of their " << devices << " devices";
       }
     }
     // The heading reads as a placement made: one that failed says so at

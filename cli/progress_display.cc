@@ -181,7 +181,10 @@ std::string FormatProgressBarWithin(const JobProgress& p, int columns, const std
     // ("acc~"), nor a rate whose unit it cut off ("72,548~"): the last word
     // goes too, then.
     const std::string& whole = parts.measures;
-    std::string cut = FitToColumns(whole, room - 1);
+    // No room for a figure and its "~": none (FitToColumns takes a width
+    // under 1 as none asked, and left every measure, and the tail was cut
+    // instead: found in review).
+    std::string cut = room > 1 ? FitToColumns(whole, room - 1) : std::string();
     if (cut.size() < whole.size() && whole[cut.size()] != ' ') {
       const size_t space = cut.rfind(' ');
       cut.resize(space == std::string::npos ? 0 : space);
@@ -204,7 +207,8 @@ std::string FormatProgressBarWithin(const JobProgress& p, int columns, const std
     parts.measures = cut.empty() ? std::string() : cut + "~";
     if (parts.measures.empty()) parts.head.pop_back();  // its space, the tail has its own
   }
-  return FitToColumns(parts.head + parts.measures + parts.tail, columns - 1);
+  // A terminal of one column takes nothing; FitToColumns of 0 would be all.
+  return columns > 1 ? FitToColumns(parts.head + parts.measures + parts.tail, columns - 1) : std::string();
 }
 
 std::string FitToColumns(const std::string& line, int columns) {

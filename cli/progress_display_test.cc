@@ -179,6 +179,15 @@ TEST(ProgressDisplayTest, TerminalKeepsTheLineWithinItsWidth) {
   finishing.stop_reason = StopReason::kEpochs;
   EXPECT_EQ(shown(50, finishing), " 40% it 1,200 00:12 - budget spent: finishing");
   EXPECT_EQ(shown(60, finishing), " 40% it 1,200 loss 0.412~ 00:12 - budget spent: finishing");
+  // With no room for a measure, the measures go, not the time and what the
+  // job does (they were kept whole and the tail cut: found in review).
+  JobProgress evaluating = Sample();
+  evaluating.stop_reason = StopReason::kEpochs;
+  evaluating.evaluating = true;
+  const std::string final = shown(63, evaluating);
+  EXPECT_EQ(final.find("loss"), std::string::npos) << final;
+  EXPECT_NE(final.find("00:12 - budget spent: evaluating the final model"), std::string::npos) << final;
+  EXPECT_LE(final.size(), 62u) << final;
   EXPECT_EQ(FitToColumns("r\xc3\xb6" "bot-2 waits", 4), "r\xc3\xb6" "bo") << "code points, not bytes";
 }
 

@@ -339,8 +339,10 @@ spec:
 // runner then says, where it said it served them (a new user's trial: a
 // digits team of 2 s). Whether any was scraped is asked of Prometheus itself:
 // here one that scraped nothing (the observed run above asserts the other way).
+// (In a folder whose name holds a quote: the config that named it had been
+// one Prometheus could not parse.)
 TEST(PrometheusScrapeTest, APrometheusThatScrapedNothingHoldsNoSeriesOfTheRun) {
-  fs::path dir = fs::path(testing::TempDir()) / "prometheus-unscraped";
+  fs::path dir = fs::path(testing::TempDir()) / "prometheus-o'unscraped";
   fs::remove_all(dir);
   RealClock clock;
   auto observer = RunObserver::Start("/usr/bin/prometheus", dir, 0, "", clock, seconds(60));

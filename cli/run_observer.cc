@@ -25,6 +25,14 @@ namespace {
 // Each second, as the dashboards' $__rate_interval expects (4 scrapes).
 constexpr const char* kScrapeInterval = "1s";
 
+// `text` as a YAML single-quoted scalar: a quote in it doubled. An output
+// folder named o'bs made a config Prometheus could not parse (found in review).
+std::string SingleQuoted(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+  return quoted + "'";
+}
+
 std::string Config(const fs::path& targets, const std::string& rules) {
   std::string config = std::string("# Written by edgetrain run --observe.\n") +
                        "global: {scrape_interval: " + kScrapeInterval + ", evaluation_interval: " + kScrapeInterval +
@@ -32,8 +40,8 @@ std::string Config(const fs::path& targets, const std::string& rules) {
                        "scrape_configs:\n"
                        "  - job_name: edgetrain-agents\n"
                        "    file_sd_configs:\n"
-                       "      - files: ['" + targets.string() + "']\n";
-  if (!rules.empty()) config += "rule_files: ['" + rules + "']\n";
+                       "      - files: [" + SingleQuoted(targets.string()) + "]\n";
+  if (!rules.empty()) config += "rule_files: [" + SingleQuoted(rules) + "]\n";
   return config;
 }
 

@@ -215,8 +215,10 @@ std::string WhoTheTeamWaitedOn(const JobProgress& p, const std::vector<std::stri
   std::sort(held.begin(), held.end(), [](auto* a, auto* b) { return a->held_team_s > b->held_team_s; });
   std::string said;
   for (size_t i = 0; i < held.size(); ++i) {
+    // Under a second to a hundredth: a short run's twentieth read "0.0 s".
+    const double s = held[i]->held_team_s;
     said += (i == 0 ? "" : i + 1 == held.size() ? " and " : ", ") + WorkerName(held[i]->rank, names) + " for " +
-            Fixed(held[i]->held_team_s, 1) + " s";
+            Fixed(s, s >= 1 ? 1 : 2) + " s";
   }
   return said;
 }
@@ -816,11 +818,14 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
       const WorkerSlot* device = static_cast<size_t>(w.rank) < plan.devices.size() ? &plan.devices[w.rank] : nullptr;
       const int64_t batches = variable ? w.samples : w.batch_size > 0 ? w.samples / w.batch_size : 0;
       char line[200];
-      std::snprintf(line, sizeof line, "  %6d  %-14s %8s %11s %10.1f %9.1f %15s %6.0f%% %10.0f\n", w.rank,
+      // Energy as the total is said: under 10 J to a tenth, under 1 J to a
+      // hundredth (rows of "0" summed to a total of 0.57 J: found in review).
+      const double j = w.energy_joules;
+      std::snprintf(line, sizeof line, "  %6d  %-14s %8s %11s %10.1f %9.1f %15s %6.0f%% %10s\n", w.rank,
                     WorkerName(w.rank, names).c_str(), WithThousands(batches).c_str(),
                     WithThousands(w.rows_sent).c_str(), static_cast<double>(w.bytes_sent) / 1e6,
                     static_cast<double>(w.bytes_received) / 1e6, LinkColumn(w, device).c_str(), 100 * w.stall_fraction,
-                    w.energy_joules);
+                    (j >= 10 ? WithThousands(std::llround(j)) : Fixed(j, j >= 1 ? 1 : 2)).c_str());
       out << line;
     }
     PrintTableNotes(p, plan, names, out);
@@ -923,7 +928,9 @@ std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& pl
     for (const auto& [rank, how] : ended) agents.push_back({{"rank", rank}, {"how", how}});
     j["agents_ended"] = agents;
   }
-  return j.dump();
+  // Replaced, not thrown: an agent's last words may quote a path that is
+  // not UTF-8, and a throw here lost the line and the run's folder.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string FailureJsonLine(const std::string& job, const std::string& error) {

@@ -338,6 +338,15 @@ TEST(RunReportTest, ASummarySaysWhatEachNumberIsAndWhomTheTeamWaitedOn) {
   down_only.workers[0].downlink_mbps = 15.4;
   const std::string d = Summary(Team(), down_only);
   EXPECT_NE(d.find(" -/15.4 "), std::string::npos) << d;
+  // A short run's figures to a hundredth, as its total is: a worker's energy
+  // read "0" beside a total of 0.57 J, a wait of a twentieth "0.0 s".
+  JobProgress brief = Finished();
+  brief.elapsed_s = 0.6;
+  brief.workers[1].held_team_s = 0.04;
+  brief.workers[0].energy_joules = 0.29;
+  const std::string b = Summary(Team(), brief);
+  EXPECT_NE(b.find(" for 0.04 s"), std::string::npos) << b;
+  EXPECT_NE(b.find("       0.29\n"), std::string::npos) << b;
 }
 
 TEST(RunReportTest, ATeamOnStreamsCountsItsIterationsInFullBatchesAndShowsEachStream) {

@@ -43,3 +43,31 @@ TEST(CutIntoPartsTest, RowsStayWholeAndInOrder) {
 
 }  // namespace
 }  // namespace edgetrain::agent
+
+namespace edgetrain::agent {
+namespace {
+
+// A file's name need not be UTF-8, and a worker's report quotes them: as
+// strings, a report that did was refused by the parser at the coordinator,
+// and with it every report of that worker's (it went unseen: found in
+// review). Its fields are bytes, which carry any.
+TEST(WireTest, AReportQuotingANameThatIsNotUtf8GoesOverTheWire) {
+  const std::string name = "/in/worker-1/caf\xe9.csv";
+  v1::WorkerMessage sent;
+  v1::StreamStats& stream = *sent.mutable_push()->mutable_stats()->mutable_stream();
+  stream.set_last_refused(name + ":1: expected 65 values");
+  stream.set_read_through(name);
+  std::string wire;
+  ASSERT_TRUE(sent.SerializeToString(&wire));
+  v1::WorkerMessage received;
+  ASSERT_TRUE(received.ParseFromString(wire));
+  EXPECT_EQ(received.push().stats().stream().read_through(), name);
+  v1::WorkerMessage failed;
+  failed.mutable_failed()->set_reason("cannot read " + name);
+  ASSERT_TRUE(failed.SerializeToString(&wire));
+  ASSERT_TRUE(received.ParseFromString(wire));
+  EXPECT_EQ(received.failed().reason(), "cannot read " + name);
+}
+
+}  // namespace
+}  // namespace edgetrain::agent
