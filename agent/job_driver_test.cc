@@ -169,6 +169,15 @@ struct JobDriverTest : ::testing::Test {
     return result;
   }
   std::vector<std::string> class_names;  // as image folders name them; none by default
+  // evaluations.csv's first line, and the iteration of each row after it.
+  std::pair<std::string, std::vector<int64_t>> EvaluationRows() {
+    std::istringstream rows(Evaluations());
+    std::string header, row;
+    std::getline(rows, header);
+    std::vector<int64_t> iterations;
+    while (std::getline(rows, row)) iterations.push_back(std::stoll(row.substr(row.find(',') + 1)));
+    return {header, iterations};
+  }
   std::string Evaluations() {
     std::ifstream in(plan.output_dir + "/evaluations.csv");
     std::stringstream s;
@@ -757,12 +766,8 @@ TEST_F(JobDriverTest, AResumedJobDropsTheEvaluationsOfIterationsItTrainsAgain) {
   auto resumed = Run();
   ASSERT_TRUE(resumed.ok()) << resumed.status().ToString();
   EXPECT_EQ(resumed->resumed_from_iteration, 25);
-  std::istringstream rows(Evaluations());
-  std::string row;
-  std::getline(rows, row);
-  EXPECT_EQ(row, "seconds,iteration,samples,accuracy,energy_joules");
-  std::vector<int64_t> iterations;
-  while (std::getline(rows, row)) iterations.push_back(std::stoll(row.substr(row.find(',') + 1)));
+  const auto [header, iterations] = EvaluationRows();
+  EXPECT_EQ(header, "seconds,iteration,samples,accuracy,energy_joules");
   EXPECT_EQ(iterations, (std::vector<int64_t>{5, 10, 15, 20, 25, 30, 35, 40}));
   EXPECT_EQ(log.str().find("is not an evaluation row"), std::string::npos) << "a row a crash cut short goes unsaid";
 }
@@ -775,12 +780,8 @@ TEST_F(JobDriverTest, AResumedJobsEmptiedEvaluationsGetTheirHeaderBack) {
   ASSERT_TRUE(Run(milliseconds(123)).ok());  // its checkpoint at 25
   std::ofstream(plan.output_dir + "/evaluations.csv", std::ios::trunc).close();
   ASSERT_TRUE(Run().ok());
-  std::istringstream rows(Evaluations());
-  std::string row;
-  std::getline(rows, row);
-  EXPECT_EQ(row, "seconds,iteration,samples,accuracy,energy_joules");
-  std::vector<int64_t> iterations;
-  while (std::getline(rows, row)) iterations.push_back(std::stoll(row.substr(row.find(',') + 1)));
+  const auto [header, iterations] = EvaluationRows();
+  EXPECT_EQ(header, "seconds,iteration,samples,accuracy,energy_joules");
   EXPECT_EQ(iterations, (std::vector<int64_t>{30, 35, 40})) << "the rows before it were lost with the file";
 }
 

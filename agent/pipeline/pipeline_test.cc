@@ -1387,17 +1387,19 @@ class SilentHead final : public WorkerSessions {
 // A device stopped (its agent's SIGTERM) while it awaits its welcome leaves
 // at once: the wait had no end but the head's answer, and its pod was killed
 // at the end of its grace (found in review).
-TEST(SimulatedPipelineTest, ADeviceStoppedWhileItAwaitsItsWelcomeLeavesAtOnce) {
+// The first stage's device, rank 0 of a two-stage plan, against `head` on
+// `clock`: `meanwhile(cancel)`, if given, runs on the test's thread while the
+// device runs on its own; the device is then waited for, and when it was
+// done is `*joined_at`, if asked.
+StatusOr<StageSummary> AStageAgainst(WorkerSessions& head, DeterministicClock& clock, std::ostringstream& log,
+                                     const std::function<void(std::atomic<bool>&)>& meanwhile = nullptr,
+                                     TimePoint* joined_at = nullptr) {
   const JobPlan plan = HybridPlan({{0}, {1}}, 2);
   const TrainTestSplit data = testing::FakeData(240, 8, 10);
-  DeterministicClock clock;
   testing::FakeStageTrainer trainer({true, false}, clock);
   InMemoryNetwork network(clock);
-  SilentHead head;
-  std::ostringstream log;
   std::atomic<bool> cancel{false};
   StatusOr<StageSummary> summary = InternalError("not run");
-  Duration waited{};
   clock.Run("test", [&] {
     auto server = network.Serve("head", head);
     ASSERT_TRUE(server.ok());
@@ -1408,16 +1410,30 @@ TEST(SimulatedPipelineTest, ADeviceStoppedWhileItAwaitsItsWelcomeLeavesAtOnce) {
     ClockThread device = clock.StartThread("device", [&] {
       summary = RunStage(plan, options, trainer, data.train, clock, log, cancel);
     });
-    clock.SleepFor(std::chrono::minutes(1));
-    const TimePoint asked = clock.Now();
-    cancel = true;
+    if (meanwhile) meanwhile(cancel);
     device.Join();
-    waited = clock.Now() - asked;
+    if (joined_at) *joined_at = clock.Now();
     (*server)->Shutdown();
   });
+  return summary;
+}
+
+TEST(SimulatedPipelineTest, ADeviceStoppedWhileItAwaitsItsWelcomeLeavesAtOnce) {
+  SilentHead head;
+  DeterministicClock clock;
+  std::ostringstream log;
+  TimePoint asked{}, left{};
+  const StatusOr<StageSummary> summary = AStageAgainst(
+      head, clock, log,
+      [&](std::atomic<bool>& cancel) {
+        clock.SleepFor(std::chrono::minutes(1));
+        asked = clock.Now();
+        cancel = true;
+      },
+      &left);
   ASSERT_TRUE(summary.ok()) << summary.status().ToString();
   EXPECT_EQ(summary->stop_reason, "cancelled");
-  EXPECT_LE(waited, StageOptions{}.cancel_recheck) << ToSeconds(waited);
+  EXPECT_LE(left - asked, StageOptions{}.cancel_recheck) << ToSeconds(left - asked);
 }
 
 // A head whose relayer sends a replica part it queued for the rank's earlier
@@ -1442,25 +1458,10 @@ class RelayFirstHead final : public WorkerSessions {
 // the answer, it failed the stage for good, "the head did not answer with a
 // stage welcome", where it rejoins (found in review).
 TEST(SimulatedPipelineTest, AReplicaPartBeforeASessionsFirstAnswerIsPassedOver) {
-  const JobPlan plan = HybridPlan({{0}, {1}}, 2);
-  const TrainTestSplit data = testing::FakeData(240, 8, 10);
-  DeterministicClock clock;
-  testing::FakeStageTrainer trainer({true, false}, clock);
-  InMemoryNetwork network(clock);
   RelayFirstHead head;
+  DeterministicClock clock;
   std::ostringstream log;
-  std::atomic<bool> cancel{false};
-  StatusOr<StageSummary> summary = InternalError("not run");
-  clock.Run("test", [&] {
-    auto server = network.Serve("head", head);
-    ASSERT_TRUE(server.ok());
-    auto connector = network.Connector("head");
-    StageOptions options;
-    options.rank = 0;
-    options.head = connector.get();
-    summary = RunStage(plan, options, trainer, data.train, clock, log, cancel);
-    (*server)->Shutdown();
-  });
+  const StatusOr<StageSummary> summary = AStageAgainst(head, clock, log);
   ASSERT_TRUE(summary.ok()) << summary.status().ToString() << "\n" << log.str();
   EXPECT_EQ(summary->stop_reason, "done");
 }
