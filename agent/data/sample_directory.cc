@@ -384,6 +384,13 @@ void SampleDirectory::ForgetBefore(int64_t first) {
 
 SampleDirectory::Through SampleDirectory::ReadThrough(int64_t taken) const {
   std::lock_guard lock(mu_);
+  // Asked at every push, keep-alives among them, and the same until a batch
+  // is taken or a file read: worked out again only then. Each asking walks
+  // every file read, one a frame for a camera's stream (found in review).
+  if (through_ && through_->taken == taken && through_->files == files_.size() &&
+      through_->skip_through == skip_through_) {
+    return through_->through;
+  }
   // Files are read as they come, and one may come after a file named after
   // it (3.csv after 10.csv). What is read through is a name: the greatest
   // before which every file read was taken whole, so that a resumed run,
@@ -403,6 +410,7 @@ SampleDirectory::Through SampleDirectory::ReadThrough(int64_t taken) const {
     through.samples += held;
     if (through.file.empty() || StreamNameBefore(through.file, name)) through.file = name;
   }
+  through_ = ThroughAsked{taken, files_.size(), skip_through_, through};
   return through;
 }
 

@@ -201,6 +201,14 @@ class SampleDirectory {
   std::string skip_through_;  // names up to this one are read (SkipThrough)
   // Each file read or refused, in the order read: where its samples end, and its name.
   std::vector<std::pair<int64_t, std::string>> files_;
+  // The last ReadThrough, and what it was worked out of.
+  struct ThroughAsked {
+    int64_t taken = 0;
+    size_t files = 0;
+    std::string skip_through;
+    Through through;
+  };
+  mutable std::optional<ThroughAsked> through_;  // guarded by mu_
 };
 
 }  // namespace edgetrain::agent
