@@ -114,10 +114,15 @@ std::optional<Dataset> SampleDirectory::FinishedRows(const std::string& text, co
 }
 
 bool IsStreamFileName(const std::string& name) {
-  constexpr std::string_view kSuffix = ".csv";
-  if (name.size() <= kSuffix.size() || name[0] == '.') return false;
-  return std::equal(kSuffix.begin(), kSuffix.end(), name.end() - kSuffix.size(),
-                    [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); });
+  if (name.empty() || name[0] == '.') return false;
+  const auto ends_with = [&](std::string_view suffix) {
+    return name.size() > suffix.size() &&
+           std::equal(suffix.begin(), suffix.end(), name.end() - static_cast<std::ptrdiff_t>(suffix.size()),
+                      [](char a, char b) { return a == std::tolower(static_cast<unsigned char>(b)); });
+  };
+  // NAME.csv.gz too, as a gzip file is read under any name: left alone, a
+  // writer's compressed files starved its worker (a new user's trial).
+  return ends_with(".csv") || ends_with(".csv.gz");
 }
 
 bool StreamNameBefore(std::string_view a, std::string_view b) {
@@ -186,18 +191,31 @@ void SampleDirectory::CheckWatched(Scan& scan) {
   }
 }
 
-void SampleDirectory::ListNew(const std::string& skip, Scan& scan) {
+bool SampleDirectory::ListNew(const std::string& skip, Scan& scan) {
   struct stat folder {};
   if (::stat(folder_.c_str(), &folder) != 0) {
     // Not there yet is the source not started; anything else is said: a
     // folder the agent may not read, or a path to a file, read as empty,
     // trained on nothing and exited 0 (found in review).
+    // Either way not listed: a resumed run's skip waits for the folder
+    // (one not mounted yet read every file it had trained on again).
     if (errno != ENOENT) scan.unreadable = folder_ + ": " + std::strerror(errno);
-    return;
+    return false;
   }
   if (!S_ISDIR(folder.st_mode)) {
     scan.unreadable = folder_ + ": a file, not a folder";
-    return;
+    return false;
+  }
+  // Through `skip`, what the folder holds now is taken as read.
+  const auto through = [&](const std::string& name) { return !skip.empty() && !StreamNameBefore(skip, name); };
+  const auto take_as_read = [&](std::string name) {
+    seen_.insert(std::move(name));
+    ++scan.skipped_as_read;
+  };
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (!through(*it)) break;  // in order: the rest are after it
+    take_as_read(*it);
+    it = pending_.erase(it);
   }
   // A folder's time changes as names come into it or leave it: one that has
   // not changed since it was listed holds no new name, and is not listed
@@ -209,23 +227,27 @@ void SampleDirectory::ListNew(const std::string& skip, Scan& scan) {
   // kRelistEvery looks.
   const timespec changed = folder.st_mtim;
   const bool same = listed_ && changed.tv_sec == listed_time_.tv_sec && changed.tv_nsec == listed_time_.tv_nsec;
-  if (same && !WrittenWithinSettle(folder_) && ++looks_since_listed_ < kRelistEvery) return;
+  if (skip.empty() && same && !WrittenWithinSettle(folder_) && ++looks_since_listed_ < kRelistEvery) return true;
   std::error_code ec;
   for (fs::directory_iterator it(folder_, ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
     if (!IsStreamFileName(name) || seen_.contains(name) || pending_.contains(name)) continue;
-    if (!skip.empty() && !StreamNameBefore(skip, name)) continue;
     std::error_code kind;  // not `ec`: a file gone since it was listed does not end the listing
     if (!it->is_regular_file(kind)) continue;
-    pending_.insert(std::move(name));
+    if (through(name)) {
+      take_as_read(std::move(name));
+    } else {
+      pending_.insert(std::move(name));
+    }
   }
   if (ec) {
     scan.unreadable = folder_ + ": " + ec.message();  // listed again at the next look
-    return;
+    return false;
   }
   listed_ = true;
   listed_time_ = changed;
   looks_since_listed_ = 0;
+  return true;
 }
 
 SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
@@ -234,20 +256,18 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
   std::string skip;
   {
     std::lock_guard lock(mu_);
-    skip = skip_through_;
+    if (skip_at_next_listing_) skip = skip_through_;
   }
   CheckWatched(scan);
-  ListNew(skip, scan);
+  if (ListNew(skip, scan) && !skip.empty()) {
+    std::lock_guard lock(mu_);
+    if (skip == skip_through_) skip_at_next_listing_ = false;
+  }
   const int64_t sample = samples_.SampleSize();
   for (auto next = pending_.begin(); next != pending_.end() && scan.samples < room;) {
     // The rest wait on disk for room in the buffer.
     const std::string name = *next;
     const std::string path = (fs::path(folder_) / name).string();
-    // Named through what a resumed run's last one trained on, since listed.
-    if (!skip.empty() && !StreamNameBefore(skip, name)) {
-      next = pending_.erase(next);
-      continue;
-    }
     // Gone since it was listed: there is nothing to read; listed again if it comes back.
     const std::optional<FileIdentity> before = IdentityOf(path);
     if (!before) {
@@ -417,6 +437,7 @@ SampleDirectory::Through SampleDirectory::ReadThrough(int64_t taken) const {
 void SampleDirectory::SkipThrough(std::string name) {
   std::lock_guard lock(mu_);
   if (skip_through_.empty() || StreamNameBefore(skip_through_, name)) skip_through_ = std::move(name);
+  skip_at_next_listing_ = true;
 }
 
 }  // namespace edgetrain::agent

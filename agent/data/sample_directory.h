@@ -37,8 +37,8 @@
 
 namespace edgetrain::agent {
 
-// A name the stream reads: NAME.csv, the suffix in any case, not starting
-// with a dot. Every other name was read as CSV too: a writer's
+// A name the stream reads: NAME.csv or NAME.csv.gz, the suffix in any case,
+// not starting with a dot. Every other name was read as CSV too: a writer's
 // batch.csv.tmp before its rename was then read twice, under both names.
 bool IsStreamFileName(const std::string& name);
 
@@ -95,6 +95,9 @@ class SampleDirectory {
     // read it, a file where the folder should be); empty: it was, or it
     // does not exist yet. Tried again at the next look.
     std::string unreadable;
+    // Files taken as read at this look (SkipThrough): named through what the
+    // run this one resumes had read through.
+    int64_t skipped_as_read = 0;
   };
   // Reads files not read yet, in name order (StreamNameBefore), as long as
   // they fit in `room` samples (a file is read whole); the rest wait on disk
@@ -115,10 +118,12 @@ class SampleDirectory {
     int64_t samples = 0;
   };
   Through ReadThrough(int64_t taken) const;
-  // Files named `name` or before it are taken as read, now and when they
-  // appear: the run this one resumes trained on them. Files arrive in name
-  // order (docs/streams.md), so one named before it that appears later is
-  // skipped too.
+  // Files named `name` or before it that the folder holds when it is next
+  // listed are taken as read: the run this one resumes trained on them, or
+  // they came while the job was stopped. One that appears after is read, as
+  // any new file is: skipped too, every file a writer named before `name`
+  // and wrote while the resumed run trained went unread, and the team stood
+  // still for want of them (a new user's trial).
   void SkipThrough(std::string name);
 
   // The samples held: those from first_held() on, in the order they
@@ -148,9 +153,10 @@ class SampleDirectory {
   std::string OutsideRange(const Dataset& read, const std::string& path) const;
   // Of the files watched after they were read, those grown or replaced since, said in `scan`.
   void CheckWatched(Scan& scan);
-  // Names new in the folder, not read and not through `skip`, into pending_;
-  // the folder listed only when it may hold some.
-  void ListNew(const std::string& skip, Scan& scan);
+  // Names new in the folder, not read, into pending_; the folder listed only
+  // when it may hold some, or when `skip` is given: names through it are
+  // then taken as read, those pending too. Whether it was listed whole.
+  bool ListNew(const std::string& skip, Scan& scan);
 
   const std::string folder_;
   const std::optional<FeatureRange> range_;
@@ -199,6 +205,7 @@ class SampleDirectory {
   // ReadThrough and SkipThrough come from other threads than Look's.
   mutable std::mutex mu_;
   std::string skip_through_;  // names up to this one are read (SkipThrough)
+  bool skip_at_next_listing_ = false;  // SkipThrough's names not taken as read yet
   // Each file read or refused, in the order read: where its samples end, and its name.
   std::vector<std::pair<int64_t, std::string>> files_;
   // The last ReadThrough, and what it was worked out of.

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 namespace edgetrain::agent {
 namespace {
@@ -149,6 +150,12 @@ TEST_F(SampleDirectoryTest, OnlyFilesNamedCsvAreRead) {
   EXPECT_FALSE(IsStreamFileName("a.csv.tmp"));
   EXPECT_FALSE(IsStreamFileName("README.txt"));
   EXPECT_FALSE(IsStreamFileName("batch-0001"));
+  // Compressed, as a gzip file is read under any name.
+  EXPECT_TRUE(IsStreamFileName("a.csv.gz"));
+  EXPECT_TRUE(IsStreamFileName("A.CSV.GZ"));
+  EXPECT_FALSE(IsStreamFileName(".a.csv.gz"));
+  EXPECT_FALSE(IsStreamFileName("a.csv.gz.tmp"));
+  EXPECT_FALSE(IsStreamFileName("a.gz"));
   SampleDirectory source(folder.string(), kInfo);
   Put("batch-1.csv.tmp", "0,1,2\n1,3,4\n");
   Put("README.txt", "samples from the line camera\n");
@@ -158,6 +165,12 @@ TEST_F(SampleDirectoryTest, OnlyFilesNamedCsvAreRead) {
   fs::rename(folder / "batch-1.csv.tmp", folder / "batch-1.csv");
   EXPECT_EQ(source.Look().samples, 2);
   EXPECT_EQ(source.Look().samples, 0);
+  gzFile packed = gzopen((folder / "batch-2.csv.gz").c_str(), "wb");
+  ASSERT_NE(packed, nullptr);
+  const std::string rows = "2,5,6\n1,7,8\n0,9,9\n";
+  ASSERT_EQ(gzwrite(packed, rows.data(), static_cast<unsigned>(rows.size())), static_cast<int>(rows.size()));
+  ASSERT_EQ(gzclose(packed), Z_OK);
+  EXPECT_EQ(source.Look().samples, 3) << "batch-2.csv.gz";
 }
 
 // A writer that writes in place rather than under a dot name: a file whose
@@ -367,6 +380,38 @@ TEST_F(SampleDirectoryTest, AResumedWorkerSkipsTheFilesItHadTakenAllOf) {
   EXPECT_EQ(resumed.held().labels, (std::vector<int64_t>{2, 2, 1}));
   EXPECT_EQ(resumed.ReadThrough(0).file, "a.csv") << "what it skipped counts as read";
   EXPECT_EQ(resumed.ReadThrough(2).file, "b.csv");
+  EXPECT_EQ(scan.skipped_as_read, 1) << "a.csv";
+}
+
+// What the folder holds when the resumed worker first lists it, named through
+// where the run it resumes had read, is taken as read; a file that comes
+// after is new, and read whatever its name. Skipped too, every file a writer
+// named before that and wrote while the resumed run trained went unread (a
+// new user's camera frames beside a sensor's, and a team stood still).
+TEST_F(SampleDirectoryTest, AFileNamedBeforeWhereAResumedRunSkipsThatComesAfterIsRead) {
+  Put("cam-1.csv", "0,1,2\n");
+  Put("sensor-1.csv", "1,3,4\n");
+  Put("sensor-2.csv", "2,5,6\n");
+  SampleDirectory resumed(folder.string(), kInfo);
+  resumed.SkipThrough("sensor-1.csv");
+  SampleDirectory::Scan scan = resumed.Look();
+  EXPECT_EQ(scan.samples, 1) << "sensor-2.csv";
+  EXPECT_EQ(scan.skipped_as_read, 2) << "cam-1.csv and sensor-1.csv";
+  Put("cam-2.csv", "1,7,8\n");
+  scan = resumed.Look();
+  EXPECT_EQ(scan.samples, 1) << "cam-2.csv, come since";
+  EXPECT_EQ(scan.skipped_as_read, 0);
+  // A folder not there yet at the resume (a volume not mounted) keeps the
+  // skip for its first listing: what was trained on is not read again.
+  SampleDirectory later((folder / "later").string(), kInfo);
+  later.SkipThrough("2.csv");
+  EXPECT_EQ(later.Look().samples, 0);
+  fs::create_directories(folder / "later");
+  std::ofstream(folder / "later" / "1.csv") << "0,1,2\n";
+  std::ofstream(folder / "later" / "3.csv") << "0,1,2\n";
+  scan = later.Look();
+  EXPECT_EQ(scan.samples, 1) << "3.csv";
+  EXPECT_EQ(scan.skipped_as_read, 1) << "1.csv";
 }
 
 // A refused file is read through with the files before it, holding no
