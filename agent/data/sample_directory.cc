@@ -221,10 +221,10 @@ bool SampleDirectory::ListNew(const std::string& skip, Scan& scan) {
   // not changed since it was listed holds no new name, and is not listed
   // again (found in review: a backlog of 60,000 files of one row, listed
   // and sorted at every look, was read at 272 samples a second in looks of
-  // 32, and at 9,562 so, docs/streams.md). A file system stamps coarsely, a name added within the
-  // same tick as the listing keeps the time: a folder changed within the
-  // last moments is listed at every look, and any at least every
-  // kRelistEvery looks.
+  // 32, and at 9,562 so, docs/streams.md). A file system stamps coarsely,
+  // and a name added within the tick of the listing keeps its time: a
+  // folder changed within the last moments is listed at every look, any
+  // at least every kRelistEvery looks, and one whose skip is due at once.
   const timespec changed = folder.st_mtim;
   const bool same = listed_ && changed.tv_sec == listed_time_.tv_sec && changed.tv_nsec == listed_time_.tv_nsec;
   if (skip.empty() && same && !WrittenWithinSettle(folder_) && ++looks_since_listed_ < kRelistEvery) return true;
