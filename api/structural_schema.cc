@@ -130,8 +130,18 @@ class Validator {
       const Json& allowed = schema["enum"];
       if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
         std::string list;
-        for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + Show(a);
-        Error(path, "must be one of " + list + " (got " + Show(value) + ")");
+        std::vector<std::string> words;
+        for (const auto& a : allowed) {
+          list += (list.empty() ? "" : ", ") + Show(a);
+          if (a.is_string()) words.push_back(a.get<std::string>());
+        }
+        // The nearest, as a misspelt field's is said: "vggg" had only the list
+        // (a new user's trial). Not of a word of a letter or two, which every
+        // short value is near.
+        const std::string nearest =
+            value.is_string() && value.get<std::string>().size() > 2 ? Nearest(value.get<std::string>(), words) : "";
+        Error(path, "must be one of " + list + " (got " + Show(value) + ")" +
+                        (nearest.empty() ? "" : " (did you mean \"" + nearest + "\"?)"));
       }
     }
     if (value.is_number()) CheckRange(schema, value, path);

@@ -141,6 +141,8 @@ TEST(TrainingJobTest, RefusesBadManifestsNamingFieldAndReason) {
        "spec.parallelism: stages applies only to a pipeline, hybrid or auto job of 2 or more workers"},
       {With(R"({"spec": {"modle": {"name": "mlp"}}})"), "spec.modle: unknown field (did you mean \"model\"?)"},
       {With(R"({"spec": {"model": {"name": "resnet"}}})"), "spec.model.name: must be one of \"mlp\", \"cnn\", \"vgg\" (got \"resnet\")"},
+      {With(R"({"spec": {"model": {"name": "vggg"}}})"),
+       "spec.model.name: must be one of \"mlp\", \"cnn\", \"vgg\" (got \"vggg\") (did you mean \"vgg\"?)"},
       {With(R"({"spec": {"data": {"dataset": "cifar10"}}})"),
        "spec.data.dataset: must be one of \"fashion-mnist\", \"digits\" (got \"cifar10\")"},
       {With(R"({"spec": {"model": null}})"), "spec.model: required field is missing"},
