@@ -191,14 +191,12 @@ void SampleDirectory::CheckWatched(Scan& scan) {
   }
 }
 
-bool SampleDirectory::ListNew(const std::string& skip, Scan& scan) {
+bool SampleDirectory::ListNew(const std::optional<ResumeSkip>& skip, Scan& scan) {
   struct stat folder {};
   if (::stat(folder_.c_str(), &folder) != 0) {
     // Not there yet is the source not started; anything else is said: a
     // folder the agent may not read, or a path to a file, read as empty,
     // trained on nothing and exited 0 (found in review).
-    // Either way not listed: a resumed run's skip waits for the folder
-    // (one not mounted yet read every file it had trained on again).
     if (errno != ENOENT) scan.unreadable = folder_ + ": " + std::strerror(errno);
     return false;
   }
@@ -206,17 +204,19 @@ bool SampleDirectory::ListNew(const std::string& skip, Scan& scan) {
     scan.unreadable = folder_ + ": a file, not a folder";
     return false;
   }
-  // Through `skip`, what the folder holds now is taken as read.
-  const auto through = [&](const std::string& name) { return !skip.empty() && !StreamNameBefore(skip, name); };
-  const auto take_as_read = [&](std::string name) {
-    seen_.insert(std::move(name));
-    ++scan.skipped_as_read;
+  // A file the run this one resumes had read through, by its name and by
+  // its time: named through the read-through and last written before the
+  // resume. One written since is new and read, whatever its name: skipped
+  // too, a camera's frames named before a sensor's went unread through the
+  // resumed run (a new user's trial). By its time, not by whether the first
+  // listing saw it: a folder empty at the resume (a volume filled late) had
+  // every file trained on read again (found in review).
+  const auto read_before = [&](const fs::directory_entry& entry) {
+    if (!skip || StreamNameBefore(skip->name, entry.path().filename().string())) return false;
+    std::error_code unknown;
+    const fs::file_time_type written = entry.last_write_time(unknown);
+    return !unknown && written <= skip->at;
   };
-  for (auto it = pending_.begin(); it != pending_.end();) {
-    if (!through(*it)) break;  // in order: the rest are after it
-    take_as_read(*it);
-    it = pending_.erase(it);
-  }
   // A folder's time changes as names come into it or leave it: one that has
   // not changed since it was listed holds no new name, and is not listed
   // again (found in review: a backlog of 60,000 files of one row, listed
@@ -224,18 +224,19 @@ bool SampleDirectory::ListNew(const std::string& skip, Scan& scan) {
   // 32, and at 9,562 so, docs/streams.md). A file system stamps coarsely,
   // and a name added within the tick of the listing keeps its time: a
   // folder changed within the last moments is listed at every look, any
-  // at least every kRelistEvery looks, and one whose skip is due at once.
+  // at least every kRelistEvery looks.
   const timespec changed = folder.st_mtim;
   const bool same = listed_ && changed.tv_sec == listed_time_.tv_sec && changed.tv_nsec == listed_time_.tv_nsec;
-  if (skip.empty() && same && !WrittenWithinSettle(folder_) && ++looks_since_listed_ < kRelistEvery) return true;
+  if (same && !WrittenWithinSettle(folder_) && ++looks_since_listed_ < kRelistEvery) return true;
   std::error_code ec;
   for (fs::directory_iterator it(folder_, ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
     if (!IsStreamFileName(name) || seen_.contains(name) || pending_.contains(name)) continue;
     std::error_code kind;  // not `ec`: a file gone since it was listed does not end the listing
     if (!it->is_regular_file(kind)) continue;
-    if (through(name)) {
-      take_as_read(std::move(name));
+    if (read_before(*it)) {
+      seen_.insert(std::move(name));
+      ++scan.skipped_as_read;
     } else {
       pending_.insert(std::move(name));
     }
@@ -253,15 +254,15 @@ bool SampleDirectory::ListNew(const std::string& skip, Scan& scan) {
 SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
   Scan scan;
   scan.first = first_held_ + samples_.size();
-  std::string skip;
+  std::optional<ResumeSkip> skip;
   {
     std::lock_guard lock(mu_);
-    if (skip_at_next_listing_) skip = skip_through_;
+    skip = resume_skip_;
   }
   CheckWatched(scan);
-  if (ListNew(skip, scan) && !skip.empty()) {
+  if (ListNew(skip, scan) && !listed_ever_) {
     std::lock_guard lock(mu_);
-    if (skip == skip_through_) skip_at_next_listing_ = false;
+    listed_ever_ = true;
   }
   const int64_t sample = samples_.SampleSize();
   for (auto next = pending_.begin(); next != pending_.end() && scan.samples < room;) {
@@ -436,8 +437,15 @@ SampleDirectory::Through SampleDirectory::ReadThrough(int64_t taken) const {
 
 void SampleDirectory::SkipThrough(std::string name) {
   std::lock_guard lock(mu_);
-  if (skip_through_.empty() || StreamNameBefore(skip_through_, name)) skip_through_ = std::move(name);
-  skip_at_next_listing_ = true;
+  if (skip_through_.empty() || StreamNameBefore(skip_through_, name)) skip_through_ = name;
+  // Only before this process first listed its folder: after, what it read
+  // is known by name, and a Welcome again (a worker counted out and taken
+  // back, its stream reconnected) took its pending files as read, the
+  // camera's frames among them (found in review).
+  if (listed_ever_) return;
+  if (!resume_skip_ || StreamNameBefore(resume_skip_->name, name)) {
+    resume_skip_ = ResumeSkip{std::move(name), fs::file_time_type::clock::now()};
+  }
 }
 
 }  // namespace edgetrain::agent

@@ -2,7 +2,7 @@
 // A real stream source (spec.data.stream.directory): a folder that a sensor
 // process, a camera's uploader or a message-queue consumer drops samples into
 // as CSV files, a label and then the features a row (agent/data/csv_format.h).
-// Each file named NAME.csv is read once, when it is first seen, in name order
+// Each file named NAME.csv (or NAME.csv.gz) is read once, when it is first seen, in name order
 // with numbers in names taken by value (StreamNameBefore; one whose last line
 // is unfinished, written to just now, waits for the rest). Other names are
 // left alone: a writer puts a file in whole by writing it under a dot name or
@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -118,12 +119,15 @@ class SampleDirectory {
     int64_t samples = 0;
   };
   Through ReadThrough(int64_t taken) const;
-  // Files named `name` or before it that the folder holds when it is next
-  // listed are taken as read: the run this one resumes trained on them, or
-  // they came while the job was stopped. One that appears after is read, as
-  // any new file is: skipped too, every file a writer named before `name`
-  // and wrote while the resumed run trained went unread, and the team stood
-  // still for want of them (a new user's trial).
+  // Files named `name` or before it, last written before this call, are
+  // taken as read, now and when they appear: the run this one resumes
+  // trained on them, or they came while the job was stopped. One written
+  // since is read, as any new file is, whatever its name: skipped too, every
+  // file a writer named before `name` and wrote while the resumed run
+  // trained went unread, and the team stood still for want of them (a new
+  // user's trial). Called after the folder was first listed (a Welcome
+  // again), it only moves the read-through on: this process knows what it
+  // read.
   void SkipThrough(std::string name);
 
   // The samples held: those from first_held() on, in the order they
@@ -153,10 +157,16 @@ class SampleDirectory {
   std::string OutsideRange(const Dataset& read, const std::string& path) const;
   // Of the files watched after they were read, those grown or replaced since, said in `scan`.
   void CheckWatched(Scan& scan);
-  // Names new in the folder, not read, into pending_; the folder listed only
-  // when it may hold some, or when `skip` is given: names through it are
-  // then taken as read, those pending too. Whether it was listed whole.
-  bool ListNew(const std::string& skip, Scan& scan);
+  // A resumed run's skip (SkipThrough): the name read through, and when it
+  // resumed.
+  struct ResumeSkip {
+    std::string name;
+    std::filesystem::file_time_type at;
+  };
+  // Names new in the folder, not read, into pending_, those `skip` takes as
+  // read into seen_; the folder listed only when it may hold new names.
+  // Whether it was listed whole.
+  bool ListNew(const std::optional<ResumeSkip>& skip, Scan& scan);
 
   const std::string folder_;
   const std::optional<FeatureRange> range_;
@@ -204,8 +214,9 @@ class SampleDirectory {
   std::string furthest_read_;            // the last by name of the files read
   // ReadThrough and SkipThrough come from other threads than Look's.
   mutable std::mutex mu_;
-  std::string skip_through_;  // names up to this one are read (SkipThrough)
-  bool skip_at_next_listing_ = false;  // SkipThrough's names not taken as read yet
+  std::string skip_through_;  // names up to this one are read (SkipThrough), for ReadThrough
+  std::optional<ResumeSkip> resume_skip_;  // given before the first listing
+  bool listed_ever_ = false;               // the folder listed whole once
   // Each file read or refused, in the order read: where its samples end, and its name.
   std::vector<std::pair<int64_t, std::string>> files_;
   // The last ReadThrough, and what it was worked out of.

@@ -550,8 +550,8 @@ class WorkerRun {
     unreadable_folder_ = scan.unreadable;
     if (scan.skipped_as_read > 0) {
       log_ << "worker " << options_.rank << ": resumed: " << scan.skipped_as_read
-           << " files of its stream's folder named up to where the run it resumes had read are taken as read; "
-              "files that come from now on are read whatever their names (docs/streams.md)\n";
+           << " files of its stream's folder, named up to where the run it resumes had read and written before it "
+              "resumed, are taken as read; files written since are read whatever their names (docs/streams.md)\n";
     }
     for (const std::string& refused : scan.refused) {
       ++refused_files_;
