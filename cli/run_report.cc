@@ -206,6 +206,11 @@ std::string LinkColumn(const WorkerProgress& w, const WorkerSlot* device) {
   return either(w.bandwidth_mbps) + "/" + either(w.downlink_mbps);
 }
 
+// Modelled joules as the summary says them: under 10 J to a tenth, under 1 J
+// to a hundredth (a job stopped at an energy budget of 0.001 J said "0 J",
+// and rows of "0" summed to a total of 0.57 J: a new user's trial, review).
+std::string JoulesText(double j) { return j >= 10 ? WithThousands(std::llround(j)) : Fixed(j, j >= 1 ? 1 : 2); }
+
 std::string WhoTheTeamWaitedOn(const JobProgress& p, const std::vector<std::string>& names) {
   // Those who held it a twentieth of the time or more, longest first.
   std::vector<const WorkerProgress*> held;
@@ -728,13 +733,7 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
   }
   out << ", " << Fixed(wall_s, 1) << " s in all" << (p.resumed_from_iteration ? " this run" : "") << "\n";
   auto energy = [&] {
-    if (p.energy_joules) {
-      // Under 10 J to a tenth, under 1 J to a hundredth: a job stopped at an
-      // energy budget of 0.001 J said "0 J" (a new user's trial).
-      const double j = *p.energy_joules;
-      out << "  energy (modelled, docs/energy.md): "
-          << (j >= 10 ? WithThousands(std::llround(j)) : Fixed(j, j >= 1 ? 1 : 2)) << " J\n";
-    }
+    if (p.energy_joules) out << "  energy (modelled, docs/energy.md): " << JoulesText(*p.energy_joules) << " J\n";
   };
   if (plan.job.pipeline) {
     energy();
@@ -818,14 +817,11 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
       const WorkerSlot* device = static_cast<size_t>(w.rank) < plan.devices.size() ? &plan.devices[w.rank] : nullptr;
       const int64_t batches = variable ? w.samples : w.batch_size > 0 ? w.samples / w.batch_size : 0;
       char line[200];
-      // Energy as the total is said: under 10 J to a tenth, under 1 J to a
-      // hundredth (rows of "0" summed to a total of 0.57 J: found in review).
-      const double j = w.energy_joules;
       std::snprintf(line, sizeof line, "  %6d  %-14s %8s %11s %10.1f %9.1f %15s %6.0f%% %10s\n", w.rank,
                     WorkerName(w.rank, names).c_str(), WithThousands(batches).c_str(),
                     WithThousands(w.rows_sent).c_str(), static_cast<double>(w.bytes_sent) / 1e6,
                     static_cast<double>(w.bytes_received) / 1e6, LinkColumn(w, device).c_str(), 100 * w.stall_fraction,
-                    (j >= 10 ? WithThousands(std::llround(j)) : Fixed(j, j >= 1 ? 1 : 2)).c_str());
+                    JoulesText(w.energy_joules).c_str());
       out << line;
     }
     PrintTableNotes(p, plan, names, out);

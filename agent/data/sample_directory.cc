@@ -38,11 +38,16 @@ bool WrittenWithinSettle(const fs::path& path) {
   return !ec && age < kSettle && age > -kSettle;
 }
 
-// Whether the file starts as gzip does (ReadDataFile unpacks it).
+// Whether `bytes` start as gzip does (ReadDataFile unpacks such a file).
+bool StartsAsGzip(std::string_view bytes) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(bytes[i]); };
+  return bytes.size() >= 2 && byte(0) == 0x1f && byte(1) == 0x8b;
+}
+
 bool IsGzipFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
-  unsigned char magic[2] = {0, 0};
-  return in.read(reinterpret_cast<char*>(magic), 2) && magic[0] == 0x1f && magic[1] == 0x8b;
+  char magic[2] = {0, 0};
+  return in.read(magic, 2) && StartsAsGzip(std::string_view(magic, 2));
 }
 
 // A file its writer may still be writing, in place rather than under a dot
@@ -88,8 +93,7 @@ std::optional<int64_t> StreamFileRows(const std::string& path) {
   if (!in) return std::nullopt;
   std::string first;
   std::getline(in, first);
-  const auto byte = [&](size_t i) { return static_cast<unsigned char>(first[i]); };
-  if (first.size() >= 2 && byte(0) == 0x1f && byte(1) == 0x8b) return std::nullopt;  // gzip
+  if (StartsAsGzip(first)) return std::nullopt;
   if (first.empty() && in.eof()) return 0;
   int64_t rows = HasWords(first) ? 0 : 1;
   // The rest a block at a time: a folder filled before the run may hold
