@@ -65,9 +65,11 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
       ->check(finite & CLI::Range(1.0, 1e6))
       ->option_text("X");
   app->add_option("--coordinator", flags.coordinator, "where peers reach the coordinator")->option_text("HOST:PORT");
-  app->add_option("--listen", flags.listen, "where this agent accepts peers (port 0: the OS chooses)")
+  app->add_option("--listen", flags.listen,
+                  "where this agent accepts peers (port 0: the OS chooses; host 0.0.0.0: every interface)")
       ->option_text("HOST:PORT");
-  app->add_option("--http", flags.http, "where it serves HTTP (default 127.0.0.1:0)")->option_text("HOST:PORT");
+  app->add_option("--http", flags.http, "where it serves HTTP, HOST:PORT as --listen (default 127.0.0.1:0)")
+      ->option_text("HOST:PORT");
   app->add_option("--data-dir", flags.data_dir,
                   "where data sets are looked for first (default $EDGETRAIN_DATA_DIR, else "
                   "$XDG_CACHE_HOME/edgetrain/datasets)")
@@ -106,7 +108,7 @@ std::unique_ptr<CLI::App> MakeApp(AgentFlags& flags, std::string& role) {
        "never under 200ms)");
   wait("--stop-grace", flags.stop_grace, "how long a coordinator gives its workers to hear Stop (default 3s)");
   wait("--plan-poll", flags.plan_poll, "how often a coordinator looks at its plan file for a new generation (default 1s)");
-  wait("--tls-reload", flags.tls_reload, "how often --tls-dir is read again for rotated credentials (default 60s)");
+  wait("--tls-reload", flags.tls_reload, "how often --tls-dir is read again for rotated credentials (default 60s, at least 1s)");
   wait("--connect-attempt", flags.connect_attempt, "how long one try of a worker to reach its coordinator (or a stage its head) lasts (default 1s)");
   wait("--rebalance-within", flags.rebalance_within,
        "a pipeline head's measurement of its stages also ends after this long, if its --rebalance-every steps take "
