@@ -265,7 +265,8 @@ std::variant<CommandLine, int> ParseCommandLine(int argc, const char* const* arg
                   FormatDuration(kDefaultStartTimeout) + ")");
   AddDuration(run_command, "--stop-grace", run.stop_grace, std::chrono::milliseconds(1), "1m",
               "once the job has ended, how long the coordinator, then a team's workers still running, have to exit "
-              "before they are killed (default 15s)");
+              "before they are killed, and --observe's Prometheus to stop (default 15s; not the agent's own "
+              "--stop-grace)");
   AddDuration(run_command, "--progress-every", run.progress_every, std::chrono::milliseconds(1), "10ms",
               "how often the coordinator refreshes /progress (default 100ms); benchmarks that time from it set it "
               "finer");

@@ -1,3 +1,4 @@
+#include "agent/result_json.h"
 #include "cli/partition_command.h"
 
 #include <algorithm>
@@ -181,7 +182,7 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
     if (!note.empty()) doc["note"] = note;
     if (!warning.empty()) doc["warning"] = warning;
     // Replaced, not thrown: a file's name need not be UTF-8 (found in review).
-    out << doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    out << agent::ResultJson(doc) << "\n";  // a name need not be UTF-8
     return kExitOk;
   }
   if (folders) {

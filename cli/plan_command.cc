@@ -1,3 +1,4 @@
+#include "agent/result_json.h"
 #include "cli/plan_command.h"
 
 #include <algorithm>
@@ -439,7 +440,7 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
       doc["placementPredictedSamplesPerSecond"] = placement.predicted_samples_per_second;
       doc["predictedSamplesPerSecond"] = nullptr;
     }
-    out << doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";  // a name need not be UTF-8
+    out << agent::ResultJson(doc) << "\n";  // a name need not be UTF-8
   } else {
     const int workers = job.spec.parallelism.workers;
     out << job.name << " on " << site << " (" << nodes.size() << (nodes.size() == 1 ? " node): " : " nodes): ")

@@ -926,7 +926,7 @@ std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& pl
   }
   // Replaced, not thrown: an agent's last words may quote a path that is
   // not UTF-8, and a throw here lost the line and the run's folder.
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return agent::ResultJson(j);
 }
 
 std::string FailureJsonLine(const std::string& job, const std::string& error) {

@@ -4,6 +4,7 @@
 #include <csignal>
 
 #include "core/duration_text.h"
+#include "core/number_text.h"
 #include "core/exit_codes.h"
 
 namespace edgetrain::cli {
@@ -28,12 +29,12 @@ Supervision RunSupervisor::Run(const std::atomic<bool>& interrupted, ProgressDis
     if (give_up_at && (forced || clock_.Now() > *give_up_at)) {
       for (auto* w : workers_) w->Signal(SIGKILL);
       coordinator_.Signal(SIGKILL);
-      const std::string grace =
-          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(times_.interrupt_grace).count());
+      // As given: a grace of 500ms read "within 0 s" in whole seconds (found in review).
       outcome.failure = (outcome.failure.empty() ? "" : outcome.failure + "; ") +
                         (forced ? "asked again to stop: killed the agents, what they trained since their last "
                                   "checkpoint lost"
-                                : "the agents did not stop within " + grace + " s of being told to; killed them");
+                                : "the agents did not stop within " + PlainNumber(ToSeconds(times_.interrupt_grace)) +
+                                      " s of being told to; killed them");
       // The error that follows starts a line of its own, not the bar's end.
       display.Finish();
       outcome.coordinator_exit = coordinator_.Wait(times_.stop_grace);

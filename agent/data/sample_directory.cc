@@ -27,6 +27,16 @@ namespace {
 // How long a file whose last line is unfinished waits for the rest.
 constexpr auto kSettle = std::chrono::seconds(2);
 
+// The same of a time stat gave, without asking the file system again: a
+// folder stat'ed already at every look.
+bool ChangedWithinSettle(const timespec& changed) {
+  timespec now {};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const auto age = std::chrono::seconds(now.tv_sec - changed.tv_sec) +
+                   std::chrono::nanoseconds(now.tv_nsec - changed.tv_nsec);
+  return age < kSettle && age > -kSettle;
+}
+
 bool WrittenWithinSettle(const fs::path& path) {
   std::error_code ec;
   const fs::file_time_type written = fs::last_write_time(path, ec);
@@ -230,8 +240,8 @@ bool SampleDirectory::ListNew(const std::optional<ResumeSkip>& skip, Scan& scan)
   // folder changed within the last moments is listed at every look, any
   // at least every kRelistEvery looks.
   const timespec changed = folder.st_mtim;
-  const bool same = listed_ && changed.tv_sec == listed_time_.tv_sec && changed.tv_nsec == listed_time_.tv_nsec;
-  if (same && !WrittenWithinSettle(folder_) && ++looks_since_listed_ < kRelistEvery) return true;
+  const bool same = listed_.load() && changed.tv_sec == listed_time_.tv_sec && changed.tv_nsec == listed_time_.tv_nsec;
+  if (same && !ChangedWithinSettle(changed) && ++looks_since_listed_ < kRelistEvery) return true;
   std::error_code ec;
   for (fs::directory_iterator it(folder_, ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
@@ -249,7 +259,7 @@ bool SampleDirectory::ListNew(const std::optional<ResumeSkip>& skip, Scan& scan)
     scan.unreadable = folder_ + ": " + ec.message();  // listed again at the next look
     return false;
   }
-  listed_ = true;
+  listed_.store(true);
   listed_time_ = changed;
   looks_since_listed_ = 0;
   return true;
@@ -264,10 +274,7 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
     skip = resume_skip_;
   }
   CheckWatched(scan);
-  if (ListNew(skip, scan) && !listed_ever_) {
-    std::lock_guard lock(mu_);
-    listed_ever_ = true;
-  }
+  ListNew(skip, scan);
   const int64_t sample = samples_.SampleSize();
   for (auto next = pending_.begin(); next != pending_.end() && scan.samples < room;) {
     // The rest wait on disk for room in the buffer.
@@ -446,7 +453,7 @@ void SampleDirectory::SkipThrough(std::string name) {
   // is known by name, and a Welcome again (a worker counted out and taken
   // back, its stream reconnected) took its pending files as read, the
   // camera's frames among them (found in review).
-  if (listed_ever_) return;
+  if (listed_.load()) return;
   if (!resume_skip_ || StreamNameBefore(resume_skip_->name, name)) {
     resume_skip_ = ResumeSkip{std::move(name), fs::file_time_type::clock::now()};
   }

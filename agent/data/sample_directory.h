@@ -20,6 +20,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <filesystem>
@@ -177,7 +178,8 @@ class SampleDirectory {
     bool operator()(const std::string& a, const std::string& b) const { return StreamNameBefore(a, b); }
   };
   std::set<std::string, NameOrder> pending_;  // listed, not read yet, in the order they are read
-  bool listed_ = false;
+  // Listed whole once: set by Look's thread, read by SkipThrough's.
+  std::atomic<bool> listed_{false};
   timespec listed_time_{};  // the folder's time of change when it was last listed
   int looks_since_listed_ = 0;
   static constexpr int kRelistEvery = 20;
@@ -216,7 +218,6 @@ class SampleDirectory {
   mutable std::mutex mu_;
   std::string skip_through_;  // names up to this one are read (SkipThrough), for ReadThrough
   std::optional<ResumeSkip> resume_skip_;  // given before the first listing
-  bool listed_ever_ = false;               // the folder listed whole once
   // Each file read or refused, in the order read: where its samples end, and its name.
   std::vector<std::pair<int64_t, std::string>> files_;
   // The last ReadThrough, and what it was worked out of.
