@@ -35,6 +35,7 @@ void RowAggregator::Step(size_t r, int64_t clock, int64_t divisor, double moved)
   }
   std::fill(gradient.begin(), gradient.end(), 0.0f);
   gathered_count_[r] = 0;
+  for (size_t i = r; i < in_sum_.size(); i += layout_.size()) in_sum_[i] = InSum{};
   applied_clock_[r] = clock;
 }
 
@@ -83,6 +84,7 @@ Status RowAggregator::CheckIteration(int w, int64_t iteration, const StalenessLe
 Status RowAggregator::DecodePush(int w, int64_t iteration, std::span<const PushedRow> rows) {
   const size_t first = static_cast<size_t>(w) * layout_.size();
   if (pushed_for_.size() < first + layout_.size()) pushed_for_.resize(first + layout_.size(), -1);
+  if (in_sum_.size() < first + layout_.size()) in_sum_.resize(first + layout_.size());
   const std::span<int64_t> pushed_for(pushed_for_.data() + first, layout_.size());
   marked_.clear();  // rows of this part marked as pushed for `iteration`, and what they were
   again_.clear();
@@ -101,7 +103,10 @@ Status RowAggregator::DecodePush(int w, int64_t iteration, std::span<const Pushe
                     "row " + std::to_string(row.id) + " comes twice for iteration " + std::to_string(iteration));
     }
     marked_.emplace_back(row.id, pushed_for[row.id]);
-    again_.push_back(pushed_for[row.id] == EarlierStream(iteration));
+    // A worker's pushes of a row on one stream go forward: one within what it
+    // has in the sum is of a stream before (ForgetPushes).
+    const InSum& in_sum = in_sum_[first + row.id];
+    again_.push_back(in_sum.first >= 0 && iteration >= in_sum.first && iteration <= in_sum.last);
     pushed_for[row.id] = iteration;
     floats += static_cast<size_t>(layout_.row(row.id).length);
   }
@@ -159,15 +164,19 @@ StatusOr<bool> RowAggregator::ApplyPush(int w, int64_t iteration, std::span<cons
       // Rounds: for round `iteration`, computed on the row at clock
       // iteration - 1, which has stepped already: late.
       ++late_rows_;
-    } else if (again_[i] && iteration > applied_clock_[row.id]) {
+    } else if (again_[i]) {
       // Pushed for this iteration on the worker's earlier stream, and still
       // gathered: its gradient counts once. Gathered again, a worker back
-      // before its teammates had pushed weighed twice in the mean (found in
-      // review).
+      // before its teammates had pushed weighed twice in the mean; and one
+      // two or more iterations ahead under a bound of S, its pushes of every
+      // iteration but the last of them (found in review).
     } else {
       float* gradient = gathered_.data() + span.offset;
       for (size_t i = 0; i < values.size(); ++i) gradient[i] += values[i];
       ++gathered_count_[row.id];
+      InSum& in_sum = in_sum_[static_cast<size_t>(w) * layout_.size() + row.id];
+      in_sum.first = in_sum.first < 0 ? iteration : std::min(in_sum.first, iteration);
+      in_sum.last = std::max(in_sum.last, iteration);
     }
     ledger.RecordPush(w, row.id, iteration);
     const int64_t clock = ledger.Clock(row.id);
@@ -190,6 +199,7 @@ Status RowAggregator::Resume(std::vector<float> parameters, std::span<const int6
   params_ = std::move(parameters);
   std::fill(gathered_.begin(), gathered_.end(), 0.0f);
   std::fill(gathered_count_.begin(), gathered_count_.end(), 0);
+  std::fill(in_sum_.begin(), in_sum_.end(), InSum{});
   for (size_t r = 0; r < layout_.size(); ++r) {
     applied_clock_[r] = clocks[r];
     ++versions_[r];  // new values: whatever was sent of the row before is not them

@@ -66,7 +66,8 @@ class RowAggregator {
   // Worker `w` starts over (a new stream, or back after being counted out):
   // what it pushed before may come again, computed afresh, and is no
   // duplicate; where its earlier gradient of the row and iteration is still
-  // gathered, that one counts and the new one is not added to it.
+  // gathered, or the row's gradients it had gathered span that iteration,
+  // that one counts and the new one is not added to it.
   void ForgetPushes(int w);
   // Why the last refused push was: "future_iteration", "no_such_row",
   // "row_twice", "undecodable", "not_finite" or "too_large" (a metric's label).
@@ -136,8 +137,17 @@ class RowAggregator {
   // for, -1 before; grown as workers show up.
   std::vector<int64_t> pushed_for_;
   std::vector<std::pair<size_t, int64_t>> marked_;  // the part being decoded's rows, and their marks before
-  // Per row of the part being decoded: pushed for its iteration already, on
-  // the worker's earlier stream (ForgetPushes).
+  // Per worker and row (w * rows + r): the first and last iteration of its
+  // gradients of the row in what is gathered since the row last stepped, -1
+  // for none. A push of the row on a new stream within them is in the sum
+  // already: the same batch on the same row values, or, where the worker held
+  // the row back a few iterations, part of the residual of a push in it.
+  struct InSum {
+    int64_t first = -1, last = -1;
+  };
+  std::vector<InSum> in_sum_;
+  // Per row of the part being decoded: its gradient for the iteration is in
+  // the sum already, pushed on the worker's earlier stream (ForgetPushes).
   std::vector<bool> again_;
   // A mark of `iteration` pushed on an earlier stream: below -1, which is
   // "never pushed", so that a new stream may push it again.

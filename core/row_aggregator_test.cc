@@ -212,6 +212,35 @@ TEST_F(RowAggregatorTest, AGradientPushedAgainOnANewStreamWhileStillGatheredCoun
   EXPECT_FLOAT_EQ(model.row_values(0)[0], -8);
 }
 
+// Under a bound of 4 a worker pushes a row at iterations 1, 2 and 3 before
+// its teammate's first; back on a new stream, set back to the team's
+// iteration, it pushes them again. Each counts once: the row had stepped on
+// the sum of seven gradients, six of them worker 0's (found in review).
+TEST_F(RowAggregatorTest, GradientsOfIterationsAheadPushedAgainOnANewStreamCountOnce) {
+  StalenessLedger ledger(2, 2, 4);
+  RowAggregator model(layout, sgd, zeros);
+  const std::vector<PushedRow> w0 = {{0, RowEncoding::kFloat32, 1, Floats({2, 4})}};
+  const std::vector<PushedRow> w1 = {{0, RowEncoding::kFloat32, 1, Floats({6, 8})}};
+  for (int64_t i = 1; i <= 3; ++i) ASSERT_TRUE(model.ApplyPush(0, i, w0, ledger).ok());
+  model.ForgetPushes(0);
+  ledger.Rejoin(0);
+  for (int64_t i = 1; i <= 3; ++i) {
+    auto again = model.ApplyPush(0, i, w0, ledger);
+    ASSERT_TRUE(again.ok()) << "iteration " << i << ": not refused as a duplicate";
+    EXPECT_FALSE(*again);
+  }
+  ASSERT_TRUE(model.ApplyPush(1, 1, w1, ledger).ok());
+  EXPECT_EQ(model.version(0), 1);
+  // Worker 0's three and worker 1's one, over four: (3 * 2 + 6) / 4 and (3 * 4 + 8) / 4.
+  EXPECT_FLOAT_EQ(model.row_values(0)[0], -3);
+  EXPECT_FLOAT_EQ(model.row_values(0)[1], -5);
+  // Stepped, the sum holds nothing of worker 0's: its next push is gathered as any.
+  ASSERT_TRUE(model.ApplyPush(0, 4, w0, ledger).ok());
+  ASSERT_TRUE(model.ApplyPush(1, 2, w1, ledger).ok());
+  EXPECT_EQ(model.version(0), 2);
+  EXPECT_FLOAT_EQ(model.row_values(0)[0], -3 - (2 + 6) / 2.0f) << "the mean of worker 0's fourth and worker 1's second";
+}
+
 // No worker computes an iteration past what the rows it was sent allow (each
 // at most S behind it): a push beyond is refused whole, as any bad push,
 // before it moves a clock.
