@@ -29,6 +29,7 @@ uint64_t TeamMembership::Open(int w, TimePoint now, StalenessLedger& ledger) {
   m.connected = true;
   m.counted_out = false;
   m.owes_welcome = false;  // the Welcome that opens the stream is the one it is owed
+  m.pushed = false;
   ++m.welcome;
   m.resume_after = ledger.Rejoin(w);
   m.deadline.Restart(now);
@@ -50,11 +51,13 @@ PushFate TeamMembership::Push(int w, int64_t welcome, TimePoint now, StalenessLe
     // Its link is back; the silence before was an outage, not its pace.
     m.counted_out = false;
     m.owes_welcome = true;
+    m.pushed = false;
     ++m.welcome;
     m.resume_after = ledger.Rejoin(w, /*copy_lost=*/false);
     m.deadline.Restart(now);
     return PushFate::kCountedOut;
   }
+  m.pushed = true;
   m.deadline.Arrived(now);  // alive, whatever becomes of what it sent
   return welcome == m.welcome ? PushFate::kApplied : PushFate::kStaleWelcome;
 }

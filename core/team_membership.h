@@ -113,6 +113,9 @@ class TeamMembership {
 
   bool connected(int w) const { return members_[w].connected; }
   bool counted_out(int w) const { return members_[w].counted_out; }
+  // Whether `w` has pushed on its stream since it opened (or since it was
+  // taken back after being counted out).
+  bool pushed(int w) const { return members_[w].pushed; }
   // Its next message must be a Welcome (it was taken back after being counted out).
   bool owes_welcome(int w) const { return members_[w].owes_welcome; }
   void WelcomeSent(int w) { members_[w].owes_welcome = false; }
@@ -126,6 +129,7 @@ class TeamMembership {
     bool connected = false;
     bool counted_out = false;
     bool owes_welcome = false;
+    bool pushed = false;
     int64_t welcome = 0;
     int64_t resume_after = 0;
     // Workers push at least every 20 ms (worker.cc), so a link is judged dead

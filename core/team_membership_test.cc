@@ -115,6 +115,25 @@ TEST_F(TeamMembershipTest, ASilentWorkerIsCountedOutAndItsNextPushTakesItBackWit
   EXPECT_FALSE(team.owes_welcome(2));
 }
 
+// Whether a worker counted out had pushed on its stream: one counted out
+// before its first (its Welcome on the wire past its deadline) joined and
+// never left, and is no rejoin (found in review).
+TEST_F(TeamMembershipTest, AWorkerCountedOutBeforeItsFirstPushIsToldFromOneThatHadPushed) {
+  for (int w = 0; w < 2; ++w) team.Open(w, t0, ledger);
+  EXPECT_FALSE(team.pushed(0));
+  EXPECT_EQ(team.Push(0, team.welcome(0), t0 + milliseconds(20), ledger), PushFate::kApplied);
+  EXPECT_TRUE(team.pushed(0));
+  ASSERT_EQ(team.CountOutOverdue(t0 + seconds(11), ledger).size(), 2u);
+  EXPECT_TRUE(team.pushed(0));
+  EXPECT_FALSE(team.pushed(1)) << "its Welcome still on the wire";
+  EXPECT_EQ(team.Push(1, team.welcome(1), t0 + seconds(12), ledger), PushFate::kCountedOut);
+  EXPECT_FALSE(team.pushed(1)) << "taken back: its next push is its first on the Welcome it is owed";
+  EXPECT_EQ(team.Push(1, team.welcome(1), t0 + seconds(13), ledger), PushFate::kApplied);
+  EXPECT_TRUE(team.pushed(1));
+  team.Open(1, t0 + seconds(14), ledger);
+  EXPECT_FALSE(team.pushed(1)) << "a new stream";
+}
+
 TEST_F(TeamMembershipTest, OnALinkTooSlowForAMessageIn200MsTheDeadlineWaitsForOne) {
   // Every worker pushes every 20 ms (small pushes between steps), then each
   // starts a large one whose first 16 kB message takes what its link gives:

@@ -587,6 +587,7 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
     link_mbps = push.report->uplink_mbps > 0 ? push.report->uplink_mbps : push.report->downlink_mbps;
   }
   members_.UplinkMeasured(w, link_mbps, kLeastPartBytes);
+  const bool pushed_before = members_.pushed(w);
   PushFate fate = members_.Push(w, push.welcome, now, ledger_);
   if (fate == PushFate::kApplied && stopping_) fate = PushFate::kJobOver;  // once stopping, the model is final
   // An applied push's fate is counted once it is (below): it may yet be refused.
@@ -598,15 +599,23 @@ Status Coordinator::Receive(int w, uint64_t stream, const ArrivingPush& push) {
   if (fate == PushFate::kCountedOut) {
     // Its link is back. What it pushed was computed on a stale model: dropped
     // (and so is all it sends until it has the next Welcome); it resumes with
-    // the team, sent what it lacks for that.
-    metrics_.AddRejoin(w);
+    // the team, sent what it lacks for that. One counted out before its first
+    // push had its Welcome on the wire past its deadline: it joined (counted
+    // then) and has not left since; it was counted a rejoin twice, and said
+    // to be back (found in review).
+    if (pushed_before) metrics_.AddRejoin(w);
     accounts_.Resumed(w, members_.resume_after(w));
     aggregator_.ForgetPushes(w);
     // Its Welcome clears the demands it heard: those teammates wait on are
     // asked again (marked as asked, they were not, and teammates stalled
     // until the rows fell due: found in review).
     downlink_.StreamOpened(w);
-    log_ << "coordinator: worker " << w << " is back; it rejoins at iteration " << members_.resume_after(w) << "\n";
+    if (pushed_before) {
+      log_ << "coordinator: worker " << w << " is back; it rejoins at iteration " << members_.resume_after(w) << "\n";
+    } else {
+      log_ << "coordinator: worker " << w << " was counted out before its first push (its Welcome slow to reach "
+           << "it, or its link out since); it starts again at iteration " << members_.resume_after(w) << "\n";
+    }
   } else if (fate == PushFate::kApplied) {
     // An excused worker pushing for the round the team is in counts again.
     if (rounds_ && ledger_.excused(w) && push.iteration > aggregator_.least_applied_clock()) ledger_.Readmit(w);
