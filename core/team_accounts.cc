@@ -14,6 +14,23 @@ void TeamAccounts::StreamOpened(int w, int64_t iteration) {
   k.stall_s += k.report.stall_s;
   k.wall_s += k.report.wall_s;
   k.energy_j += k.report.energy_j;
+  // Its stream's counts and injected samples are its stream's too, carried
+  // as a checkpoint carries them: a worker restarted had them start again
+  // from 0 in its table, and one reconnected to a coordinator resumed from
+  // its checkpoint had them counted twice, the checkpoint's and its own
+  // since its start (found in review).
+  if (const StreamProgress* kept = KeptStream(k)) {
+    k.stream_arrived += kept->arrived_for_good;
+    if (!kept->read_through.empty()) k.stream_read_through = kept->read_through;
+  }
+  if (k.report.stream) {
+    k.stream_dropped += k.report.stream->dropped;
+    k.stream_wait_s += k.report.stream->wait_s;
+    k.stream_refused_files += k.report.stream->refused_files;
+    if (!k.report.stream->last_refused.empty()) k.stream_last_refused = k.report.stream->last_refused;
+  }
+  k.injected += k.report.injected;
+  k.counted_stream.reset();
   k.report = {};
   k.iteration = iteration;
 }

@@ -25,8 +25,10 @@ struct WorkerReport {
   // Totals since its stream opened.
   double compute_s = 0, stall_s = 0, wall_s = 0, energy_j = 0;
   double step_s = 0;  // a step's compute time, smoothed
-  std::optional<StreamProgress> stream = {};  // a worker on a stream: its totals
-  int64_t injected = 0;  // injected samples it trained on, over its life
+  // A worker on a stream: its counts since its stream opened (its backlog,
+  // last refused file and file read through as they are now).
+  std::optional<StreamProgress> stream = {};
+  int64_t injected = 0;  // injected samples it trained on, since its stream opened
   std::optional<CompressionProgress> compression = {};  // adaptive compression: its choices
 };
 
@@ -142,18 +144,18 @@ class TeamAccounts {
     bool holding_team = false;
     // Totals of its earlier streams.
     double compute_s = 0, stall_s = 0, wall_s = 0, energy_j = 0;
-    std::string stream_read_through;  // as the checkpoint resumed from kept it
+    std::string stream_read_through;  // as the checkpoint resumed from kept it, or its last stream counted
     // Of a stream from a folder: the stream part of its last report whose
     // push's batches a round counted. A report of a push the round did not
     // count (late for it) says files read through whose samples the team
     // did not keep, and a resumed run read past them (a new user's trial).
     std::optional<StreamProgress> counted_stream;
-    // Of its stream in earlier runs (a stream's own counts start at each run).
+    // Of its earlier streams, in this run and those before.
     int64_t stream_arrived = 0, stream_dropped = 0;
     double stream_wait_s = 0;
     int64_t stream_refused_files = 0;
     std::string stream_last_refused;
-    int64_t injected = 0;  // in earlier runs
+    int64_t injected = 0;  // on its earlier streams
   };
 
   // What of a worker's stream a checkpoint carries: of a stream from a

@@ -233,6 +233,44 @@ TEST(TeamAccountsTest, TheLastFileAWorkerTookAllOfOutlivesAResume) {
   EXPECT_EQ(after.Totals()[1].stream_read_through, "0009.csv");
 }
 
+// A worker reports its stream's counts and injected samples since its stream
+// opened, as it does its time; a new stream (a restarted worker, one back on
+// a coordinator resumed from its checkpoint) adds to what its earlier ones
+// reported. A restarted worker's had started again from 0 in the table (found
+// in review).
+TEST(TeamAccountsTest, AStreamsCountsAndInjectedSamplesSurviveAWorkersRestarts) {
+  TeamAccounts team(1, 32, 6400);
+  WorkerReport r;
+  r.samples = 640;
+  r.injected = 40;
+  r.stream = StreamProgress{700, 10, 30, 2.5, 1, "bad.csv", "0007.csv", 650};
+  team.Reported(0, r);
+  team.StreamOpened(0, 20);
+  r.samples = 64;
+  r.injected = 4;
+  r.stream = StreamProgress{80, 2, 12, 0.5, 0, "", "0008.csv", 60};
+  team.Reported(0, r);
+  const JobProgress p = team.Progress(10, {true});
+  ASSERT_TRUE(p.workers[0].stream.has_value());
+  EXPECT_EQ(p.workers[0].stream->arrived, 730) << "the first stream's read through (650), and the second's";
+  EXPECT_EQ(p.workers[0].stream->dropped, 12);
+  EXPECT_EQ(p.workers[0].stream->backlog, 12) << "as it is now";
+  EXPECT_DOUBLE_EQ(p.workers[0].stream->wait_s, 3.0);
+  EXPECT_EQ(p.workers[0].stream->refused_files, 1);
+  EXPECT_EQ(p.workers[0].stream->last_refused, "bad.csv");
+  EXPECT_EQ(p.workers[0].injected, 44);
+  EXPECT_EQ(team.StreamReadThrough(0), "0008.csv");
+  const WorkerTotals kept = team.Totals()[0];
+  EXPECT_EQ(kept.stream_arrived, 710);
+  EXPECT_EQ(kept.stream_refused_files, 1);
+  EXPECT_EQ(kept.injected, 44);
+  // Opened again before its new stream reported: what it had is kept.
+  team.StreamOpened(0, 22);
+  EXPECT_EQ(team.StreamReadThrough(0), "0008.csv");
+  EXPECT_EQ(team.Totals()[0].stream_arrived, 710);
+  EXPECT_EQ(team.Totals()[0].injected, 44);
+}
+
 // A stream's counts start at each run; the job's count over every run, as its
 // samples do, so that a resumed run's table adds up.
 TEST(TeamAccountsTest, AStreamsCountsAddUpOverAResume) {

@@ -1300,6 +1300,47 @@ TEST(SimulatedTeamTest, AWorkerHeldByItsTeamStillReportsWhatItsStreamDeliversAnd
   EXPECT_EQ(fast.backlog, StreamBufferCapacity(*setup.stream, setup.batch_size)) << "its buffer, full";
 }
 
+// A worker restarted, and then the coordinator resumed from its checkpoint,
+// the workers reconnecting: each worker's stream is counted once over its
+// processes and its coordinator's. A worker restarted had its stream's
+// counts start again from 0 in the job's (fewer arrivals than samples
+// trained); reconnected to a resumed coordinator, a worker's whole-life
+// counts were added to the checkpoint's, and arrivals counted about twice
+// (found in review).
+TEST(SimulatedTeamTest, AStreamIsCountedOnceOverAWorkersRestartAndACoordinatorsResume) {
+  TeamSetup setup = ATeamOf(3);
+  const std::vector<double> rates = {120, 120, 120};
+  setup.stream = StreamSpec{rates};
+  setup.checkpoint_every = 40;
+  setup.budget = {};
+  setup.budget.wall_clock = seconds(20);
+  SimulatedTeam team(setup);
+  team.Run([&](SimulatedTeam& t) {
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return IterationOf(p, 1) >= 30; }));
+    t.KillWorker(1);
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return !Active(p, 1); }));
+    t.StartWorker(1);
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return CaughtUp(p, 1); }));
+    const JobProgress restarted = t.progress();
+    ASSERT_TRUE(restarted.workers[1].stream.has_value());
+    EXPECT_GE(restarted.workers[1].stream->arrived + setup.batch_size, restarted.workers[1].samples)
+        << "what it trained on before its restart arrived";
+    ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return p.iteration >= 100; }));
+    auto checkpoint = ReadWholeFile(t.plan().CheckpointPath());
+    ASSERT_TRUE(checkpoint.ok());
+    t.RestartCoordinator(*checkpoint);
+  });
+  const JobProgress& p = *team.result();
+  ASSERT_TRUE(p.resumed_from_iteration.has_value()) << team.log();
+  for (int w = 0; w < 3; ++w) {
+    ASSERT_TRUE(p.workers[w].stream.has_value()) << "worker " << w;
+    const StreamProgress& s = *p.workers[w].stream;
+    // At most what the stream delivered over the whole run (its clock runs
+    // from the workers' start, about the job's), where twice had been counted.
+    EXPECT_LE(s.arrived, static_cast<int64_t>(rates[w] * (p.elapsed_s + 2))) << "worker " << w;
+  }
+}
+
 // A stream's file `file` under `folder` (worker-RANK/NAME.csv) of `rows`
 // rows: a label, then the fake data's one feature.
 void PutStreamFile(const std::filesystem::path& folder, const std::string& file, int rows) {

@@ -223,6 +223,10 @@ class WorkerRun {
         // adds up a worker's streams (core/team_accounts.h); the first's
         // from its energy's start.
         stream_ = {clock_.Now(), compute_s_, stall_s_, first_stream ? 0.0 : energy_.Split(clock_.Now()).total_j()};
+        if (!first_stream) {
+          if (samples_) stream_.counts = StreamNowLocked();
+          if (injected_) stream_.injected = injected_->used();
+        }
       }
       ClockThread receiver = clock_.StartThread("worker receiver " + std::to_string(options_.rank),
                                                 [&] { ReceiveLoop(*stream); });
@@ -620,6 +624,36 @@ class WorkerRun {
     return taken;
   }
 
+  // With mu_ held: the stream's counts over this worker's life, as of now, as
+  // the metrics are (PublishStreamLocked): a worker held by its team pushes
+  // only its keep-alives, and the counts it last drew stood still in them,
+  // /progress and the summary showing 8 of a stream's 894 arrivals and none
+  // of its 630 drops (a user's trial).
+  v1::StreamStats StreamNowLocked() const {
+    const StreamCounts c = samples_->CountsAt(ToSeconds(clock_.Now() - samples_began_));
+    v1::StreamStats stream;
+    stream.set_arrived(c.arrived);
+    stream.set_dropped(c.dropped);
+    stream.set_backlog(c.backlog);
+    stream.set_refused_files(refused_files_);
+    stream.set_last_refused(last_refused_);
+    if (directory_) {
+      // Through the samples of batches in this push or before, not those
+      // taken into a batch in hand: at a Ctrl-C those were never trained
+      // on, and a resumed run skipped their files (a new user's trial).
+      const SampleDirectory::Through through = directory_->ReadThrough(taken_into_pushes_);
+      stream.set_read_through(through.file);
+      stream.set_arrived_for_good(through.samples);
+    } else {
+      stream.set_arrived_for_good(c.arrived);  // an emulated stream's arrive once
+    }
+    // A wait still going on counts too: a worker whose source ran dry
+    // would otherwise report none.
+    stream.set_wait_seconds(data_wait_s_ +
+                            (data_waiting_since_ ? ToSeconds(clock_.Now() - *data_waiting_since_) : 0.0));
+    return stream;
+  }
+
   // With mu_ held: the stream's gauges and counters as they are now, the
   // samples that arrived since the worker last looked counted but not drawn:
   // while it waited on the team they stood still, the backlog read 0 at
@@ -722,34 +756,21 @@ class WorkerRun {
     }
     if (injected_) {
       stats->set_injection_wanted(static_cast<int32_t>(injected_->Wanted()));
-      stats->set_injected_samples(injected_->used());
+      stats->set_injected_samples(injected_->used() - stream_.injected);
     }
     if (samples_) {
-      // As of now, as the metrics are (PublishStreamLocked): a worker held by
-      // its team pushes only its keep-alives, and the counts it last drew
-      // stood still in them, /progress and the summary showing 8 of a
-      // stream's 894 arrivals and none of its 630 drops (a user's trial).
-      const StreamCounts c = samples_->CountsAt(ToSeconds(clock_.Now() - samples_began_));
-      v1::StreamStats* stream = stats->mutable_stream();
-      stream->set_arrived(c.arrived);
-      stream->set_dropped(c.dropped);
-      stream->set_backlog(c.backlog);
-      stream->set_refused_files(refused_files_);
-      stream->set_last_refused(last_refused_);
-      if (directory_) {
-        // Through the samples of batches in this push or before, not those
-        // taken into a batch in hand: at a Ctrl-C those were never trained
-        // on, and a resumed run skipped their files (a new user's trial).
-        const SampleDirectory::Through through = directory_->ReadThrough(taken_into_pushes_);
-        stream->set_read_through(through.file);
-        stream->set_arrived_for_good(through.samples);
-      } else {
-        stream->set_arrived_for_good(c.arrived);  // an emulated stream's arrive once
-      }
-      // A wait still going on counts too: a worker whose source ran dry
-      // would otherwise report none.
-      stream->set_wait_seconds(data_wait_s_ +
-                               (data_waiting_since_ ? ToSeconds(clock_.Now() - *data_waiting_since_) : 0.0));
+      // Counted since the stream opened, as its time is; the arrivals from
+      // what had arrived for good then, so that samples still in its buffer
+      // at a reconnection are counted on the new stream (the coordinator
+      // carried the earlier stream's for good alone).
+      v1::StreamStats now = StreamNowLocked();
+      const v1::StreamStats& then = stream_.counts;
+      now.set_arrived(now.arrived() - then.arrived_for_good());
+      now.set_arrived_for_good(now.arrived_for_good() - then.arrived_for_good());
+      now.set_dropped(now.dropped() - then.dropped());
+      now.set_refused_files(now.refused_files() - then.refused_files());
+      now.set_wait_seconds(now.wait_seconds() - then.wait_seconds());
+      *stats->mutable_stream() = std::move(now);
     }
     const EnergySplit e = energy_.Split(clock_.Now());
     stats->set_energy_joules(e.total_j() - stream_.energy_j);
@@ -886,6 +907,8 @@ class WorkerRun {
   struct StreamStart {
     TimePoint began{};
     double compute_s = 0, stall_s = 0, energy_j = 0;
+    v1::StreamStats counts = {};  // a stream's, over the worker's life
+    int64_t injected = 0;
   } stream_;  // the totals when the current stream opened
   double pace_s_ = 0;  // EWMA of a step's compute time
   StepTimeModel step_time_;  // a step's fixed and per-sample cost: what compute-weighted batches deal by
