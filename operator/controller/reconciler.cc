@@ -81,6 +81,7 @@ Status Reconciler::WritePlanConfigMap(Pass& pass, const Json& config_map) {
   }
   // Later reconciles see it before the watch brings it.
   if (plans_) plans_->Put(*written);
+  pass.wrote_plan = true;
   return Status::Ok();
 }
 
@@ -115,6 +116,7 @@ StatusOr<ReconcileOutcome> Reconciler::ReconcileOnce(const std::string& key) {
     refused_.erase(key);  // what was said of a job gone
     noted_.erase(key);
     files_missing_said_.erase(key);
+    unstored_.erase(key);
     return ReconcileOutcome{};
   }
   Pass pass;
@@ -125,6 +127,7 @@ StatusOr<ReconcileOutcome> Reconciler::ReconcileOnce(const std::string& key) {
   pass.generation = object->at("metadata").value("generation", int64_t{1});
   pass.wall_now = wall_now_();
   pass.now = kube::FormatKubeTime(pass.wall_now);
+  TakeUnstored(pass);
   for (Json& pod : pods_.ByIndex(kPodsByJob, key)) {
     const bool checks_model =
         pod.value("/metadata/labels"_json_pointer, Json::object()).value(kRoleLabel, "") == kModelCheckRole;
@@ -183,8 +186,36 @@ StatusOr<ReconcileOutcome> Reconciler::ReconcileOnce(const std::string& key) {
   const std::string now_in = pass.Phase();
   if (now_in != current && (now_in == phase::kSucceeded || now_in == phase::kFailed)) pass.Requeue(Duration::zero());
   pass.status["observedGeneration"] = pass.generation;
-  EDGETRAIN_RETURN_IF_ERROR(WriteStatus(pass));
+  const Status written = WriteStatus(pass);
+  KeepUnstored(pass, written);
+  if (!written.ok()) return written;
   return pass.outcome;
+}
+
+void Reconciler::TakeUnstored(Pass& pass) {
+  std::lock_guard lock(said_mu_);
+  const auto it = unstored_.find(pass.key);
+  if (it == unstored_.end()) return;
+  // Of this job, and nothing has written its status since: else what is
+  // stored now is the truth.
+  if (it->second.uid != pass.object.value("/metadata/uid"_json_pointer, std::string()) ||
+      it->second.stored != pass.stored_status) {
+    unstored_.erase(it);
+    return;
+  }
+  pass.status = it->second.computed;
+  pass.wrote_plan = true;
+}
+
+void Reconciler::KeepUnstored(const Pass& pass, const Status& written) {
+  std::lock_guard lock(said_mu_);
+  const std::string phase = pass.Phase();
+  if (written.ok() || !pass.wrote_plan || phase == phase::kSucceeded || phase == phase::kFailed) {
+    unstored_.erase(pass.key);
+    return;
+  }
+  unstored_[pass.key] = {pass.object.value("/metadata/uid"_json_pointer, std::string()), pass.stored_status,
+                         pass.status};
 }
 
 Status Reconciler::WaitInvalid(Pass& pass, const char* why, const std::string& message) {

@@ -327,6 +327,24 @@ class Reconciler {
   std::map<std::string, std::string> refused_;  // by job key: the refusal last said
   std::map<std::string, int64_t> noted_;        // by job key: the generation its notes were said of
   std::map<std::string, std::string> files_missing_said_;  // by job key: the FilesMissing last said
+  // A status a pass that wrote the job's plan computed and could not store
+  // (the API answered 5xx, the connection reset), by job key, with the job's
+  // uid and the status it was computed on. The retry goes on from it while
+  // the stored one is still that: it had started again from the stored
+  // status, where the plan and pods were of the new generation, and with the
+  // pods not yet in the cache placed the job again, two sets of workers
+  // running until the cache caught up; a recovery's count was lost, past
+  // maxRecoveries (found in review). Not an ended status: a job's pods go
+  // by its cleanPodPolicy only once its end is stored.
+  struct Unstored {
+    std::string uid;
+    Json stored, computed;
+  };
+  std::map<std::string, Unstored> unstored_;
+  // Sets pass.status from unstored_ where it applies; keeps or forgets the
+  // pass's own status by whether `written`.
+  void TakeUnstored(Pass& pass);
+  void KeepUnstored(const Pass& pass, const Status& written);
   // What each node's link measured since it was last published: the mean of
   // the readings goes on the node, not the one reading at the time (a
   // reading at a Wi-Fi trace's peak, 63 Mbit/s on a link of 32 on average,

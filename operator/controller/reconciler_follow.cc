@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 
+#include "core/bandwidth_trace.h"
 #include "core/duration_text.h"
 #include "core/number_text.h"
 #include "operator/controller/gang.h"
@@ -50,6 +51,40 @@ PodsByNode NodesNotReady(const std::map<std::string, NodeView>& nodes, const std
     }
   }
   return unready;
+}
+
+// A link's reading in Mbit/s from a job's /progress, or 0 where it is none.
+// The job's image may be the user's own: a reading past what a trace may
+// hold (1e13, say) was published as bits a second rounded past int64, a
+// negative annotation that made the node unreadable, left out of placement
+// for every job while that one ran (found in review).
+double Reading(const Json& worker, const char* key) {
+  const auto it = worker.find(key);
+  if (it == worker.end() || !it->is_number()) return 0;
+  const double mbps = it->get<double>();
+  return mbps > 0 && mbps <= BandwidthTrace::kMostMbps ? mbps : 0;
+}
+
+// When the job ended: the coordinator container's finishedAt, written by the
+// kubelet on its node's clock, if that lies between the job's start and now
+// on the operator's. An edge node without a clock battery or NTP may be hours
+// off; ttlSecondsAfterFinished counted from its time deleted a job of a
+// one-hour TTL the moment it succeeded, its status and result with it, where
+// the node ran an hour behind (found in review). Out of that span, now.
+// `job` and its `status`; `now`, the pass's.
+std::string CompletionTime(const Json& job, const Json& status, const std::string& now,
+                           const std::string& finished_at) {
+  const std::optional<kube::WallTime> finished = kube::ParseKubeTime(finished_at);
+  const std::optional<kube::WallTime> now_then = kube::ParseKubeTime(now);
+  if (!finished || !now_then || *finished > *now_then) return now;
+  // Its start, or, where it ended before it was seen to run, its making.
+  const Json started = status.contains("startTime") ? status["startTime"]
+                                                    : job.value("/metadata/creationTimestamp"_json_pointer, Json());
+  if (started.is_string()) {
+    const std::optional<kube::WallTime> start = kube::ParseKubeTime(started.get<std::string>());
+    if (start && *finished < *start) return now;
+  }
+  return finished_at;
 }
 
 }  // namespace
@@ -324,7 +359,7 @@ Status Reconciler::Succeed(Pass& pass, Team& team) {
     message += text;
   }
   pass.status["phase"] = phase::kSucceeded;
-  pass.status["completionTime"] = team.gang.ended_at.empty() ? pass.now : team.gang.ended_at;
+  pass.status["completionTime"] = CompletionTime(pass.object, pass.status, pass.now, team.gang.ended_at);
   pass.Set(condition::kComplete, true, why, message);
   pass.Set(condition::kRunning, false, reason::kStopped, "the job has ended");
   SettleLinkConditions(pass, reason::kStopped, "the job has ended");
@@ -952,17 +987,17 @@ void Reconciler::PublishMeasuredLinks(Pass& pass, const JobPlan& plan, const std
     const std::string node = plan.workers[rank].node;
     // A worker beside the coordinator crosses no link worth telling of.
     if (node == coordinator_node) continue;
-    const double up = w.value("bandwidthMbps", 0.0), down = w.value("downlinkMbps", 0.0);
+    const double up = Reading(w, "bandwidthMbps"), down = Reading(w, "downlinkMbps");
     if (!(up > 0) && !(down > 0)) continue;
     double up_mean = 0, down_mean = 0;
     {
       std::lock_guard<std::mutex> lock(published_mu_);
       LinkReadings& r = published_[node];
-      if (up > 0 && std::isfinite(up)) {
+      if (up > 0) {
         r.up_sum += up;
         ++r.up_n;
       }
-      if (down > 0 && std::isfinite(down)) {
+      if (down > 0) {
         r.down_sum += down;
         ++r.down_n;
       }

@@ -40,6 +40,11 @@ struct Reconciler::Pass {
   const char* move_waits_reason = nullptr;
   std::string move_waits;
 
+  // This pass wrote the job's plan (placed it, or mended a loss), or goes on
+  // from a status an earlier pass that did could not store
+  // (Reconciler::unstored_).
+  bool wrote_plan = false;
+
   std::string Phase() const { return status.value("phase", ""); }
   void Requeue(Duration d) {
     if (!outcome.requeue_after || d < *outcome.requeue_after) outcome.requeue_after = d;

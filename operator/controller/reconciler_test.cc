@@ -1072,6 +1072,28 @@ TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNo
 // resumed after a minute suspended, a coordinator placed anew) is silent
 // since its pod was made, not since that read: it was called stalled at
 // once, "has not answered for 53 s" (a new user's trial).
+// A job's /progress may come from the user's own image: a link reading past
+// what a trace may hold (1 Tbit/s), or one that is no number, is none. 1e13
+// Mbit/s had been published as bits a second rounded past int64, a negative
+// annotation that left the node out of placement for every job (found in
+// review).
+TEST_F(ReconcilerTest, ALinkReadingNoLinkCouldMeasureIsNotPublished) {
+  const std::string key = APlacedTeamOnTwoNodes();
+  SyncPods(Run);
+  const std::string coordinator_ip = (*api_.Get(kube::kPods, "default", "team-coordinator"))["status"]["podIP"];
+  for (const Json& reading : {Json(1e13), Json("fast"), Json(8.0), Json(1e13), Json(10.0), Json(12.0)}) {
+    progress_.by_ip[coordinator_ip] = {
+        {"state", "training"},
+        {"iteration", 300},
+        {"workers", {{{"rank", 1}, {"bandwidthMbps", reading}, {"downlinkMbps", Json("slow")}}}}};
+    jobs_.Put(Job("team"));
+    ASSERT_NO_FATAL_FAILURE(Reconcile(key));
+  }
+  const Json robot = *api_.Get(kube::kNodes, "", "robot-1");
+  EXPECT_EQ(robot["metadata"]["annotations"][kMeasuredUplink], "10000000") << "the mean of 8, 10 and 12 alone";
+  EXPECT_FALSE(robot["metadata"]["annotations"].contains(kMeasuredDownlink));
+}
+
 TEST_F(ReconcilerTest, ACoordinatorIsSilentSinceItsPodWasMadeNotSinceTheLastRead) {
   const std::string key = ARunningTeamOnThreeNodes(Json::object());
   ProgressReadOnceThenSilent(key);
@@ -1575,6 +1597,26 @@ TEST_F(ReconcilerTest, ATeamIsNotWholeAgainWhileANodeOfItsPodsIsNotReady) {
                                  "being whole"),
             std::string::npos)
       << log_text_.str();
+}
+
+// A recovery whose status could not be stored is counted on the retry: it
+// had gone uncounted, the retry finding the plan's new generation whole, and
+// each such failure gave the job a recovery beyond maxRecoveries (found in
+// review).
+TEST_F(ReconcilerTest, ARecoveryWhoseStatusWasNotStoredIsStillCounted) {
+  const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 1}}}});
+  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).NotReady());
+  SyncPods([](Json& pod) {
+    if (pod["metadata"]["name"] == "team-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
+  });
+  api_.RefuseStatusWrites("TrainingJob", UnavailableError("connection reset"));
+  EXPECT_FALSE(reconciler_.Reconcile(key).ok());
+  api_.RefuseStatusWrites("TrainingJob", Status::Ok());
+  SyncPods();
+  Reconcile(key);
+  const Json status = Job("team")["status"];
+  EXPECT_EQ(status["recoveries"], 1) << status.dump();
+  EXPECT_EQ(status["phase"], api::phase::kRecovering);
 }
 
 TEST_F(ReconcilerTest, ALostWorkerIsReplacedAloneUnderANewPlanGenerationAndTheTeamTrainsOn) {
@@ -2205,6 +2247,73 @@ TEST_F(ReconcilerTest, AVeryLongTtlIsWaitedAndAJobOfTheSameNameAppliedSinceIsNot
   api_.RefuseLists("TrainingJob", UnavailableError("the server is busy"));
   EXPECT_TRUE(reconciler_.Reconcile(brief).ok());
   EXPECT_TRUE(api_.Get(kube::kTrainingJobs, "default", "brief").ok()) << "the new job of the name is left";
+}
+
+// A job's completionTime is its coordinator's finishedAt, the kubelet's clock
+// on its node, only where that lies between the job's start and now: an edge
+// node an hour behind (no clock battery, no NTP) had a job of a one-hour TTL
+// deleted the moment it succeeded (found in review).
+TEST_F(ReconcilerTest, ACompletionTimeOffTheOperatorsClockIsNowAndTheTtlCountsFromIt) {
+  AddNode(ANode("gateway"));
+  auto finish_at = [&](const std::string& name, kube::WallTime finished) {
+    const std::string key = Submit(TrainingJob(name, {{"parallelism", {{"workers", 1}}}, {"ttlSecondsAfterFinished", 3600}}));
+    Reconcile(key);
+    jobs_.Put(Job(name));
+    SyncPods([&](Json& pod) {
+      if (pod["metadata"]["name"].get<std::string>().starts_with(name + "-")) Run(pod);
+    });
+    Reconcile(key);  // running: its startTime
+    jobs_.Put(Job(name));
+    now_ += std::chrono::seconds(30);
+    SyncPods([&](Json& pod) {
+      if (!pod["metadata"]["name"].get<std::string>().starts_with(name + "-")) return;
+      pod["status"] = {{"phase", "Succeeded"},
+                       {"containerStatuses",
+                        {{{"name", "agent"},
+                          {"state",
+                           {{"terminated", {{"exitCode", 0}, {"finishedAt", kube::FormatKubeTime(finished)}}}}}}}}};
+    });
+    Reconcile(key);
+    jobs_.Put(Job(name));
+    EXPECT_EQ(Job(name)["status"]["phase"], api::phase::kSucceeded);
+    return key;
+  };
+  const std::string behind = finish_at("behind", now_ + std::chrono::seconds(30) - std::chrono::hours(1));
+  EXPECT_EQ(Job("behind")["status"]["completionTime"], kube::FormatKubeTime(now_)) << "before it started: now";
+  Reconcile(behind);
+  EXPECT_TRUE(api_.Get(kube::kTrainingJobs, "default", "behind").ok()) << "kept for its hour";
+  const std::string ahead = finish_at("ahead", now_ + std::chrono::hours(1));
+  EXPECT_EQ(Job("ahead")["status"]["completionTime"], kube::FormatKubeTime(now_)) << "after now: now";
+  // A time between the two is the node's, as when the job ended while no
+  // operator ran.
+  const kube::WallTime ended = now_ + std::chrono::seconds(20);
+  finish_at("plausible", ended);
+  EXPECT_EQ(Job("plausible")["status"]["completionTime"], kube::FormatKubeTime(ended));
+}
+
+// A pass that placed a job and could not store its status (the API
+// answered 503): the retry goes on from the status it computed. It had
+// started again from the stored one, and with the new pods not yet in the
+// pod cache placed the job again, a second set of workers beside the first
+// (found in review).
+TEST_F(ReconcilerTest, APlacementWhoseStatusWasNotStoredIsNotPlacedAgain) {
+  AddNode(ANode("gateway"));
+  AddNode(ANode("robot-1").Scoring(0.5).WithLink(30));
+  const std::string key = Submit(TrainingJob("team"));
+  api_.RefuseStatusWrites("TrainingJob", UnavailableError("etcd leader changed"));
+  EXPECT_FALSE(reconciler_.Reconcile(key).ok());
+  const std::vector<std::string> placed = PodNodes();
+  ASSERT_EQ(placed.size(), 3u);
+  // Retried before the pods' watch brings them, and again with them.
+  EXPECT_FALSE(reconciler_.Reconcile(key).ok());
+  EXPECT_EQ(PodNodes(), placed) << "no second team";
+  api_.RefuseStatusWrites("TrainingJob", Status::Ok());
+  SyncPods();
+  Reconcile(key);
+  EXPECT_EQ(PodNodes(), placed);
+  const Json status = Job("team")["status"];
+  EXPECT_TRUE(ConditionIs(status, api::condition::kPlaced, true)) << status.dump();
+  EXPECT_EQ(status["phase"], api::phase::kPlacing);
 }
 
 TEST_F(ReconcilerTest, AGangNotRunningWithinItsTimeoutIsTornDownAndWaitsHoldingNothing) {

@@ -58,6 +58,11 @@ class FakeKubeClient final : public KubeClient {
     std::lock_guard<std::mutex> lock(mu_);
     refused_lists_[kind] = std::move(why);
   }
+  // Every status write of `kind` fails so (a 5xx, a reset connection), until given Ok.
+  void RefuseStatusWrites(const std::string& kind, Status why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    refused_status_[kind] = std::move(why);
+  }
   // As RefuseCreates once `allowed` more of `kind` are made: a quota that fills part-way.
   void RefuseCreatesAfter(const std::string& kind, int allowed, Status why) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -88,6 +93,13 @@ class FakeKubeClient final : public KubeClient {
     return Put(type, ns, object, "update " + type.kind, /*status_only=*/false);
   }
   StatusOr<Json> UpdateStatus(const ResourceType& type, const std::string& ns, const Json& object) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto refused = refused_status_.find(type.kind); refused != refused_status_.end() && !refused->second.ok()) {
+        ++writes_["status " + type.kind];
+        return refused->second;
+      }
+    }
     return Put(type, ns, object, "status " + type.kind, /*status_only=*/true);
   }
   StatusOr<Json> MergePatch(const ResourceType& type, const std::string& ns, const std::string& name,
@@ -187,6 +199,7 @@ class FakeKubeClient final : public KubeClient {
   std::map<std::string, int> allowed_;     // by kind: creates still made before refused_ holds
   std::map<std::string, Status> refused_lists_;  // by kind: what a list fails with
   std::map<std::string, Status> refused_gets_;   // by kind: what a get fails with
+  std::map<std::string, Status> refused_status_; // by kind: what a status write fails with
   int64_t version_ = 0;
 };
 
