@@ -399,8 +399,18 @@ def alert_groups():
                   "with reason {{ $labels.reason }} in the last 10 minutes.",
                   "kubectl get tj -A shows which (PHASE Failed); kubectl describe tj NAME gives the Failed "
                   "condition's message and the job's events."),
+            # By release (its scrape `job`: one release's operator Service or
+            # PodMonitor), and a release whose every replica stopped being
+            # scraped within the last half hour: summed by namespace alone,
+            # two releases in one namespace (each watching its own) read 1
+            # with one's leader gone, and one release's pods gone left no
+            # series while another's kept absent() false (found in review).
+            # A release uninstalled among others fires for that half hour.
             alert("EdgetrainNoOperatorLeading",
-                  "sum by (namespace) (edgetrain_operator_leader) < 1 or absent(edgetrain_operator_leader)",
+                  "sum by (namespace, job) (edgetrain_operator_leader) < 1"
+                  " or (max by (namespace, job) (last_over_time(edgetrain_operator_leader[30m]))"
+                  " unless on (namespace, job) edgetrain_operator_leader)"
+                  " or absent(edgetrain_operator_leader)",
                   "2m", "critical",
                   "No edgetrain operator replica is leading",
                   "No scraped operator replica{{ if $labels.namespace }} in {{ $labels.namespace }}{{ end }} holds "
