@@ -138,6 +138,12 @@ what to change. Included once, by the Deployment's template.
 {{- fail (printf "jobDefaults.agentKeepalive is %s, under 1ms: the agents read their keepalive in milliseconds, and the operator refuses less. Give 1ms or more, or leave it empty for the operator's default (10s)." .) -}}
 {{- end -}}
 {{- end -}}
+{{- /* The operator reads its /progress timeout in milliseconds too, and refused less at start: its pods crash-looped (found in review). */ -}}
+{{- with $op.waits.progressTimeout -}}
+{{- if lt (include "edgetrain.durationMs" . | float64) 1.0 -}}
+{{- fail (printf "operator.waits.progressTimeout is %s, under 1ms: the operator times a read of /progress in milliseconds, and refuses less. Give 1ms or more, or leave it empty for the operator's default (3s)." .) -}}
+{{- end -}}
+{{- end -}}
 {{- /* The operator refuses these at start, and its pods crash-looped: said at install instead. "" is the operator's default. */ -}}
 {{- $le := $op.leaderElection -}}
 {{- if $le.enabled -}}

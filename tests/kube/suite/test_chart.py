@@ -643,6 +643,8 @@ class OnTheStandin(KubectlTestCase):
                                "jobDefaults.agentKeepalive is 0.5ms, under 1ms"),
                               (("--set", "jobDefaults.agentKeepalive=0s0.5ms"),  # parts summed
                                "jobDefaults.agentKeepalive is 0s0.5ms, under 1ms"),
+                              (("--set", "operator.waits.progressTimeout=0.5ms"),
+                               "operator.waits.progressTimeout is 0.5ms, under 1ms"),
                               # what the operator refuses at start, its pods crash-looping (found in review)
                               (("--set", "operator.leaderElection.renewDeadline=20s"),
                                "leaseDuration (15s) must be longer than renewDeadline (20s)"),
