@@ -68,7 +68,15 @@ bool LeaderElector::TryAcquireOrRenew(std::optional<TimePoint> give_up_at) {
       std::chrono::seconds(spec.value("leaseDurationSeconds", seconds));
   // Another holder's lease is good until we have seen it unrenewed that long.
   if (!holder.empty() && holder != options_.identity && clock_.Now() < observed_at_ + held_for) {
-    not_taken_ = "the Lease is held by " + holder + ": standing by";
+    // Said with when it is taken over: a replica started after one killed
+    // (no Release) stood by for its lease's time with nothing to say why,
+    // and a user went looking for another replica (a new user's trial).
+    not_taken_ = "the Lease is held by " + holder + ": standing by; taken over once it has gone " +
+                 std::to_string(std::chrono::duration_cast<std::chrono::seconds>(held_for).count()) +
+                 " s unrenewed" +
+                 (SameHost(holder, options_.identity) ? " (a replica of this host's: one that ended without giving "
+                                                        "it up, killed say, holds it that long)"
+                                                      : "");
     held_by_another_ = true;
     return false;
   }
@@ -94,6 +102,12 @@ bool LeaderElector::TryAcquireOrRenew(std::optional<TimePoint> give_up_at) {
   observed_ = (*updated)["spec"];
   observed_at_ = now;
   return true;
+}
+
+bool LeaderElector::SameHost(const std::string& a, const std::string& b) {
+  // Identities are HOST_RANDOM (operator/main.cc).
+  const size_t at = a.rfind('_');
+  return at != std::string::npos && at > 0 && b.size() > at && b.compare(0, at + 1, a, 0, at + 1) == 0;
 }
 
 Status LeaderElector::Release() {

@@ -63,6 +63,8 @@ class LeaderElector {
   TimePoint renewed() const { return renewed_; }
 
  private:
+  // Whether identities `a` and `b` are of one host.
+  static bool SameHost(const std::string& a, const std::string& b);
   // One try to take or renew the lease; true while this replica holds it. A
   // renewal is abandoned rather than written once `give_up_at` has passed
   // (the renew deadline: leading after it risks two leaders).
