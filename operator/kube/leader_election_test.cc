@@ -152,7 +152,36 @@ TEST(LeaderElectionTest, ACandidateSaysWhyItDoesNotLeadYet) {
     ta.Join();
   });
   EXPECT_EQ(a_said, std::vector<std::string>{"cannot read the Lease: the API is down"});
-  EXPECT_EQ(b_said, std::vector<std::string>{"the Lease is held by a: standing by"});
+  EXPECT_EQ(b_said, std::vector<std::string>{"the Lease is held by a: standing by; taken over once it has gone 15 s "
+                                             "unrenewed"});
+}
+
+// A replica started after one of its host's was killed (it never gave the
+// Lease up) says whose the Lease may be: a new user's trial went looking for
+// another replica for the lease's 15 s.
+TEST(LeaderElectionTest, ALeaseHeldByAReplicaOfTheSameHostIsSaidToBeMaybeOneThatEnded) {
+  testing::FakeKubeClient api;
+  DeterministicClock clock;
+  std::vector<std::string> said;
+  LeaderElectionOptions options = As("gateway_2");
+  options.note = [&](const std::string& why) { said.push_back(why); };
+  LeaderElector killed(api, clock, WallOf(clock), As("gateway_1")), next(api, clock, WallOf(clock), options);
+  std::atomic<bool> stop_killed{false}, stop_next{false};
+  clock.Run("test", [&] {
+    ClockThread tk = clock.StartThread("killed", [&] { killed.Run(stop_killed, [] {}); });
+    clock.SleepFor(seconds(3));
+    ASSERT_TRUE(killed.leading());
+    ClockThread tn = clock.StartThread("next", [&] { next.Run(stop_next, [] {}); });
+    clock.SleepFor(seconds(3));
+    EXPECT_FALSE(next.leading());
+    stop_next = true;
+    tn.Join();
+    stop_killed = true;
+    tk.Join();
+  });
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_EQ(said[0], "the Lease is held by gateway_1: standing by; taken over once it has gone 15 s unrenewed (a "
+                     "replica of this host's: one that ended without giving it up, killed say, holds it that long)");
 }
 
 TEST(LeaderElectionTest, ALeaderThatVanishesIsReplacedOnceItsLeaseRunsOutByTheCandidatesOwnClock) {
@@ -238,7 +267,7 @@ TEST(LeaderElectionTest, ALeaderThatReadsAnothersLeaseStopsAtOnce) {
   });
   EXPECT_FALSE(loss.stopped_on_its_own) << "it lost the lease";
   EXPECT_LE(loss.after, seconds(2)) << "within a retry period";
-  EXPECT_EQ(a.not_taken(), "the Lease is held by b: standing by");
+  EXPECT_EQ(a.not_taken(), "the Lease is held by b: standing by; taken over once it has gone 15 s unrenewed");
 }
 
 // A renewal whose read of the Lease outlasts the renew deadline is not
