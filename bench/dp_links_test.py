@@ -164,5 +164,26 @@ class AccuracyAtBudget(unittest.TestCase):
             self.assertEqual([e["accuracy"] for e in bench.read_evaluations(path)], [0.5])
 
 
+class TableOfARun(unittest.TestCase):
+    def test_a_failed_run_is_left_out_of_its_modes_figures(self):
+        # Seeds at 20 s and 24 s and one that failed: the median of those that
+        # ran, 22 s, as bench/dp-links' own; counted, the failed run had read
+        # as a miss and made it 24 s (found in review).
+        run = lambda t: {"time_to_target_s": t, "failed": False}
+        doc = {"summary": {"trace": "t.csv", "ratio": 0.2, "setting": "default", "budget_s": 10,
+                           "target_accuracy": 0.85, "seeds": 3, "modes": {"bsp": {"speedup_vs": {}}},
+                           "detail": {"trace_mean_mbps": 10.0, "slowdown": 2.0}},
+               "runs": {"bsp": [run(20.0), run(24.0), {"time_to_target_s": None, "failed": True}]}}
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "results.json")
+            with open(path, "w") as f:
+                json.dump(doc, f)
+            p = subprocess.run([os.path.join(os.path.dirname(BENCH), "dp-links-table"), path], capture_output=True,
+                               text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        row = next(line for line in p.stdout.splitlines() if line.startswith("| `bsp`"))
+        self.assertTrue(row.startswith("| `bsp` [1 failed] | 22 (20–24) |"), row)
+
+
 if __name__ == "__main__":
     unittest.main()
