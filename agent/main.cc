@@ -16,6 +16,7 @@
 #include "agent/failure_report.h"
 #include "agent/profile_layers_command.h"
 #include "agent/stamped_log.h"
+#include "agent/subnormal_floats.h"
 #include "agent/termination_log.h"
 
 namespace {
@@ -88,6 +89,9 @@ void KeepFreedTensorMemory() {
 int main(int argc, char** argv) {
   using namespace edgetrain::agent;
   KeepFreedTensorMemory();
+  // Before any thread starts, so that every one of them computes so
+  // (agent/subnormal_floats.h says why).
+  FlushSubnormalsToZero();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (!args.empty() && args[0] == "evaluate") return RunEvaluateModel({args.begin() + 1, args.end()}, std::cout, std::cerr);
   if (!args.empty() && args[0] == "profile-layers") {

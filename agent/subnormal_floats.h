@@ -1,0 +1,23 @@
+#pragma once
+// Subnormal floats (below 1.2e-38 in magnitude) flushed to zero, on the
+// calling thread and on every thread it starts after (a new thread takes its
+// creator's floating-point control register).
+//
+// Why: Adam's first moment of a weight whose gradient has become exactly 0
+// (a ReLU unit that no longer fires for any sample) shrinks by beta1, 0.9, at
+// every step, and reaches the subnormal range some 700 steps later; x86 and
+// ARM cores take tens to hundreds of cycles for an operation on a subnormal,
+// where a normal one takes a few. The MLP's first pipeline stage went from
+// 1.3 times its profiled step to 2.1 times at about step 700, whatever the
+// batch, and the team's samples a second fell by a quarter, for the rest of
+// the run (bench/recovery, 2026-12-05): every re-plan after an early loss was
+// predicted a third too fast. Values that small change nothing a model
+// learns.
+//
+// Returns false where the processor has no such mode (neither x86-64 nor
+// AArch64): subnormals are then computed as they come.
+namespace edgetrain::agent {
+
+bool FlushSubnormalsToZero();
+
+}  // namespace edgetrain::agent
