@@ -16,6 +16,14 @@
 //
 // Returns false where the processor has no such mode (neither x86-64 nor
 // AArch64): subnormals are then computed as they come.
+//
+// Not on OpenBLAS's own pool of threads, which it starts as it loads, before
+// main, where OPENBLAS_NUM_THREADS is over 1 (edgetrain run --threads):
+// stopped at once so that it started again from a thread that flushes
+// (blas_thread_shutdown_), it cost 9% of a job of one's samples a second at
+// --threads 2 (median of five runs each, 31,431 against 34,471), where
+// subnormals reach its matrix products rarely: Adam's moments, where they
+// arise, are computed in LibTorch's own kernels, on threads that flush.
 namespace edgetrain::agent {
 
 bool FlushSubnormalsToZero();

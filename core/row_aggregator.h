@@ -141,7 +141,10 @@ class RowAggregator {
   // gradients of the row in what is gathered since the row last stepped, -1
   // for none. A push of the row on a new stream within them is in the sum
   // already: the same batch on the same row values, or, where the worker held
-  // the row back a few iterations, part of the residual of a push in it.
+  // the row back a few iterations, part of the residual of a push in it. One
+  // below them, gathered, stretches them down: the first of them may carry
+  // the residual of the iterations between, which a push of those again
+  // would count twice.
   struct InSum {
     int64_t first = -1, last = -1;
   };

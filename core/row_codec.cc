@@ -165,7 +165,10 @@ EncodedRow EncodeRow(std::span<const float> values, RowEncoding e) {
     }
     case RowEncoding::kInt8: {
       const float max_abs = LargestFiniteMagnitude(values);
-      const float scale = max_abs > 0 ? max_abs / 127.0f : 1.0f;
+      // A quotient flushed to 0 (an agent flushes subnormals: agent/subnormal_floats.h)
+      // is no scale: every value then rounds to 0, as under a scale of 1.
+      float scale = max_abs / 127.0f;
+      if (!(scale > 0)) scale = 1.0f;
       row.scale = scale;
       // Through locals: a store through a char pointer may alias anything, and
       // would have the loop read row.scale again for every value.
@@ -209,7 +212,8 @@ EncodedRow EncodeRow(std::span<const float> values, RowEncoding e) {
     }
     case RowEncoding::kInt4: {
       const float max_abs = LargestFiniteMagnitude(values);
-      const float scale = max_abs > 0 ? max_abs / 7.0f : 1.0f;
+      float scale = max_abs / 7.0f;  // as int8's, never 0
+      if (!(scale > 0)) scale = 1.0f;
       row.scale = scale;
       const float* __restrict in = values.data();
       unsigned char* __restrict out = reinterpret_cast<unsigned char*>(row.bytes.data());

@@ -223,9 +223,14 @@ class WorkerRun {
         // adds up a worker's streams (core/team_accounts.h); the first's
         // from its energy's start.
         stream_ = {clock_.Now(), compute_s_, stall_s_, first_stream ? 0.0 : energy_.Split(clock_.Now()).total_j()};
+        // Its stream's counts from those of the last report it sent: the
+        // coordinator kept the earlier stream's last report it took, and
+        // what arrived or was dropped since (an outage's drops, as its
+        // buffer filled) goes in this stream's first. Counted from the
+        // reconnection, they were lost (found in review).
         if (!first_stream) {
-          if (samples_) stream_.counts = StreamNowLocked();
-          if (injected_) stream_.injected = injected_->used();
+          stream_.counts = last_sent_.counts;
+          stream_.injected = last_sent_.injected;
         }
       }
       ClockThread receiver = clock_.StartThread("worker receiver " + std::to_string(options_.rank),
@@ -757,13 +762,15 @@ class WorkerRun {
     if (injected_) {
       stats->set_injection_wanted(static_cast<int32_t>(injected_->Wanted()));
       stats->set_injected_samples(injected_->used() - stream_.injected);
+      last_sent_.injected = injected_->used();
     }
     if (samples_) {
       // Counted since the stream opened, as its time is; the arrivals from
-      // what had arrived for good then, so that samples still in its buffer
-      // at a reconnection are counted on the new stream (the coordinator
-      // carried the earlier stream's for good alone).
+      // what had arrived for good as the last stream's last report said, so
+      // that samples still in its buffer then are counted on the new stream
+      // (the coordinator carried the earlier stream's for good alone).
       v1::StreamStats now = StreamNowLocked();
+      last_sent_.counts = now;
       const v1::StreamStats& then = stream_.counts;
       now.set_arrived(now.arrived() - then.arrived_for_good());
       now.set_arrived_for_good(now.arrived_for_good() - then.arrived_for_good());
@@ -910,6 +917,10 @@ class WorkerRun {
     v1::StreamStats counts = {};  // a stream's, over the worker's life
     int64_t injected = 0;
   } stream_;  // the totals when the current stream opened
+  struct SentCounts {
+    v1::StreamStats counts = {};
+    int64_t injected = 0;
+  } last_sent_;  // the stream's counts and injected samples, over the worker's life, in the last report sent
   double pace_s_ = 0;  // EWMA of a step's compute time
   StepTimeModel step_time_;  // a step's fixed and per-sample cost: what compute-weighted batches deal by
   // This worker's batch: the job's, or what compute weighting gave it.

@@ -236,7 +236,10 @@ Status Reconciler::WaitInvalid(Pass& pass, const char* why, const std::string& m
 
 void Reconciler::SayIfSpecNotApplied(Pass& pass, bool suspending) {
   const std::string current = pass.Phase();
-  const int64_t observed = pass.stored_status.value("observedGeneration", int64_t{0});
+  // Of the status the pass goes on from: a status carried over a failed
+  // write (unstored_) observed its own generation, where the stored one may
+  // say 0 and let an edit since go unsaid (found in review).
+  const int64_t observed = pass.status.value("observedGeneration", int64_t{0});
   const bool placed = current == phase::kPlacing || current == phase::kRunning || current == phase::kRecovering;
   const bool ended = current == phase::kSucceeded || current == phase::kFailed;
   if (!(placed && !suspending) && !ended) return;

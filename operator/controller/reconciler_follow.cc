@@ -66,8 +66,8 @@ double Reading(const Json& worker, const char* key) {
 }
 
 // When the job ended: the coordinator container's finishedAt, written by the
-// kubelet on its node's clock, if that lies between the job's start and now
-// on the operator's. An edge node without a clock battery or NTP may be hours
+// kubelet on its node's clock, if that lies between the last time the job
+// was seen running and now, on the operator's clock. An edge node without a clock battery or NTP may be hours
 // off; ttlSecondsAfterFinished counted from its time deleted a job of a
 // one-hour TTL the moment it succeeded, its status and result with it, where
 // the node ran an hour behind (found in review). Out of that span, now.
@@ -77,12 +77,16 @@ std::string CompletionTime(const Json& job, const Json& status, const std::strin
   const std::optional<kube::WallTime> finished = kube::ParseKubeTime(finished_at);
   const std::optional<kube::WallTime> now_then = kube::ParseKubeTime(now);
   if (!finished || !now_then || *finished > *now_then) return now;
-  // Its start, or, where it ended before it was seen to run, its making.
-  const Json started = status.contains("startTime") ? status["startTime"]
-                                                    : job.value("/metadata/creationTimestamp"_json_pointer, Json());
-  if (started.is_string()) {
-    const std::optional<kube::WallTime> start = kube::ParseKubeTime(started.get<std::string>());
-    if (start && *finished < *start) return now;
+  // Not before the last the operator's clock saw it run: its /progress last
+  // read, or its start, or, where it ended before it was seen to run, its
+  // making. Its start alone let a job of three hours on a node an hour behind
+  // end an hour early (found in review).
+  for (const Json& seen : {status.value("/progress/readTime"_json_pointer, Json()), status.value("startTime", Json()),
+                           job.value("/metadata/creationTimestamp"_json_pointer, Json())}) {
+    if (!seen.is_string()) continue;
+    const std::optional<kube::WallTime> running = kube::ParseKubeTime(seen.get<std::string>());
+    // A second's slack: finishedAt is in whole seconds, a read's time is not.
+    if (running && *finished + std::chrono::seconds(1) < *running) return now;
   }
   return finished_at;
 }

@@ -1068,10 +1068,6 @@ TEST_F(ReconcilerTest, ARunningGangReportsTheCoordinatorsProgressAndEachAgentsNo
       << *stalled;
 }
 
-// A coordinator whose pod was made after /progress was last read (a job
-// resumed after a minute suspended, a coordinator placed anew) is silent
-// since its pod was made, not since that read: it was called stalled at
-// once, "has not answered for 53 s" (a new user's trial).
 // A job's /progress may come from the user's own image: a link reading past
 // what a trace may hold (1 Tbit/s), or one that is no number, is none. 1e13
 // Mbit/s had been published as bits a second rounded past int64, a negative
@@ -1094,6 +1090,10 @@ TEST_F(ReconcilerTest, ALinkReadingNoLinkCouldMeasureIsNotPublished) {
   EXPECT_FALSE(robot["metadata"]["annotations"].contains(kMeasuredDownlink));
 }
 
+// A coordinator whose pod was made after /progress was last read (a job
+// resumed after a minute suspended, a coordinator placed anew) is silent
+// since its pod was made, not since that read: it was called stalled at
+// once, "has not answered for 53 s" (a new user's trial).
 TEST_F(ReconcilerTest, ACoordinatorIsSilentSinceItsPodWasMadeNotSinceTheLastRead) {
   const std::string key = ARunningTeamOnThreeNodes(Json::object());
   ProgressReadOnceThenSilent(key);
@@ -2250,12 +2250,14 @@ TEST_F(ReconcilerTest, AVeryLongTtlIsWaitedAndAJobOfTheSameNameAppliedSinceIsNot
 }
 
 // A job's completionTime is its coordinator's finishedAt, the kubelet's clock
-// on its node, only where that lies between the job's start and now: an edge
+// on its node, only where that lies between the last time the operator saw it
+// running (its start, its /progress read) and now: an edge
 // node an hour behind (no clock battery, no NTP) had a job of a one-hour TTL
 // deleted the moment it succeeded (found in review).
 TEST_F(ReconcilerTest, ACompletionTimeOffTheOperatorsClockIsNowAndTheTtlCountsFromIt) {
   AddNode(ANode("gateway"));
-  auto finish_at = [&](const std::string& name, kube::WallTime finished) {
+  // Started at now, read running 20 s later where `read`, ended `finished`, seen ended 30 s after its start.
+  auto finish_at = [&](const std::string& name, kube::WallTime finished, bool read = false) {
     const std::string key = Submit(TrainingJob(name, {{"parallelism", {{"workers", 1}}}, {"ttlSecondsAfterFinished", 3600}}));
     Reconcile(key);
     jobs_.Put(Job(name));
@@ -2264,7 +2266,16 @@ TEST_F(ReconcilerTest, ACompletionTimeOffTheOperatorsClockIsNowAndTheTtlCountsFr
     });
     Reconcile(key);  // running: its startTime
     jobs_.Put(Job(name));
-    now_ += std::chrono::seconds(30);
+    if (read) {
+      now_ += std::chrono::seconds(20);
+      const std::string ip = (*api_.Get(kube::kPods, "default", name + "-coordinator"))["status"]["podIP"];
+      progress_.by_ip[ip] = {{"state", "training"}, {"iteration", 10}};
+      Reconcile(key);
+      jobs_.Put(Job(name));
+      now_ += std::chrono::seconds(10);
+    } else {
+      now_ += std::chrono::seconds(30);
+    }
     SyncPods([&](Json& pod) {
       if (!pod["metadata"]["name"].get<std::string>().starts_with(name + "-")) return;
       pod["status"] = {{"phase", "Succeeded"},
@@ -2289,6 +2300,10 @@ TEST_F(ReconcilerTest, ACompletionTimeOffTheOperatorsClockIsNowAndTheTtlCountsFr
   const kube::WallTime ended = now_ + std::chrono::seconds(20);
   finish_at("plausible", ended);
   EXPECT_EQ(Job("plausible")["status"]["completionTime"], kube::FormatKubeTime(ended));
+  // After its start, but before the operator last read it running: a node
+  // behind by less than the run's length.
+  finish_at("read", now_ + std::chrono::seconds(10), /*read=*/true);
+  EXPECT_EQ(Job("read")["status"]["completionTime"], kube::FormatKubeTime(now_)) << "before it was read running: now";
 }
 
 // A pass that placed a job and could not store its status (the API
@@ -2307,6 +2322,13 @@ TEST_F(ReconcilerTest, APlacementWhoseStatusWasNotStoredIsNotPlacedAgain) {
   // Retried before the pods' watch brings them, and again with them.
   EXPECT_FALSE(reconciler_.Reconcile(key).ok());
   EXPECT_EQ(PodNodes(), placed) << "no second team";
+  // Its spec edited meanwhile: the team placed is of the spec before, and
+  // that is said, where the stored status (observedGeneration 0) had let it
+  // pass in silence (found in review).
+  ASSERT_TRUE(api_.MergePatch(kube::kTrainingJobs, "default", "team",
+                              {{"metadata", {{"generation", 2}}}, {"spec", {{"parallelism", {{"workers", 3}}}}}})
+                  .ok());
+  jobs_.Put(Job("team"));
   api_.RefuseStatusWrites("TrainingJob", Status::Ok());
   SyncPods();
   Reconcile(key);
@@ -2314,6 +2336,9 @@ TEST_F(ReconcilerTest, APlacementWhoseStatusWasNotStoredIsNotPlacedAgain) {
   const Json status = Job("team")["status"];
   EXPECT_TRUE(ConditionIs(status, api::condition::kPlaced, true)) << status.dump();
   EXPECT_EQ(status["phase"], api::phase::kPlacing);
+  int said = 0;
+  for (const Json& e : api_.All(kube::kEvents)) said += e.value("reason", "") == api::reason::kSpecNotApplied;
+  EXPECT_EQ(said, 1);
 }
 
 TEST_F(ReconcilerTest, AGangNotRunningWithinItsTimeoutIsTornDownAndWaitsHoldingNothing) {
