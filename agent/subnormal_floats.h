@@ -10,9 +10,9 @@
 // where a normal one takes a few. The MLP's first pipeline stage went from
 // 1.3 times its profiled step to 2.1 times at about step 700, whatever the
 // batch, and the team's samples a second fell by a quarter, for the rest of
-// the run (bench/recovery, 2026-12-05): every re-plan after an early loss was
-// predicted a third too fast. Values that small change nothing a model
-// learns.
+// the run (bench/recovery, 2026-12-05): a re-plan after an early loss
+// predicted 1.15-1.49 times what the devices then trained. Values that small
+// change nothing a model learns.
 //
 // Returns false where the processor has no such mode (neither x86-64 nor
 // AArch64): subnormals are then computed as they come.

@@ -67,11 +67,11 @@ double Reading(const Json& worker, const char* key) {
 
 // When the job ended: the coordinator container's finishedAt, written by the
 // kubelet on its node's clock, if that lies between the last time the job
-// was seen running and now, on the operator's clock. An edge node without a clock battery or NTP may be hours
-// off; ttlSecondsAfterFinished counted from its time deleted a job of a
-// one-hour TTL the moment it succeeded, its status and result with it, where
-// the node ran an hour behind (found in review). Out of that span, now.
-// `job` and its `status`; `now`, the pass's.
+// was seen running and now, on the operator's clock. An edge node without a
+// clock battery or NTP may be hours off; ttlSecondsAfterFinished counted
+// from its time deleted a job of a one-hour TTL the moment it succeeded, its
+// status and result with it, where the node ran an hour behind (found in
+// review). Out of that span, now. `job` and its `status`; `now`, the pass's.
 std::string CompletionTime(const Json& job, const Json& status, const std::string& now,
                            const std::string& finished_at) {
   const std::optional<kube::WallTime> finished = kube::ParseKubeTime(finished_at);

@@ -2258,7 +2258,8 @@ TEST_F(ReconcilerTest, ACompletionTimeOffTheOperatorsClockIsNowAndTheTtlCountsFr
   AddNode(ANode("gateway"));
   // Started at now, read running 20 s later where `read`, ended `finished`, seen ended 30 s after its start.
   auto finish_at = [&](const std::string& name, kube::WallTime finished, bool read = false) {
-    const std::string key = Submit(TrainingJob(name, {{"parallelism", {{"workers", 1}}}, {"ttlSecondsAfterFinished", 3600}}));
+    const std::string key =
+        Submit(TrainingJob(name, {{"parallelism", {{"workers", 1}}}, {"ttlSecondsAfterFinished", 3600}}));
     Reconcile(key);
     jobs_.Put(Job(name));
     SyncPods([&](Json& pod) {
