@@ -3,11 +3,11 @@
 // calling thread and on every thread it starts after (a new thread takes its
 // creator's floating-point control register).
 //
-// Why: Adam's first moment of a weight whose gradient has become exactly 0
-// (a ReLU unit that no longer fires for any sample) shrinks by beta1, 0.9, at
-// every step, and reaches the subnormal range some 700 steps later; x86 and
-// ARM cores take tens to hundreds of cycles for an operation on a subnormal,
-// where a normal one takes a few. The MLP's first pipeline stage went from
+// Why: training makes subnormals (the likeliest source, Adam's first moment
+// of a weight whose gradient has become exactly 0, a ReLU unit that no longer
+// fires, shrinks by beta1, 0.9, every step, from 1e-4 to subnormal in about
+// 740), and x86 and ARM cores take tens to hundreds of cycles for an
+// operation on a subnormal, where a normal one takes a few. The MLP's first pipeline stage went from
 // 1.3 times its profiled step to 2.1 times at about step 700, whatever the
 // batch, and the team's samples a second fell by a quarter, for the rest of
 // the run (bench/recovery, 2026-12-05): a re-plan after an early loss
