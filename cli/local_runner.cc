@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
@@ -218,6 +219,10 @@ struct CheckedRun {
   // Run, not validate: a checkpoint to resume moves the devices along their
   // traces (GoOnWhereTheRunLeft) before anything is said of them or planned.
   bool to_run = false;
+  // What GoOnWhereTheRunLeft says of the run it resumes, said once the run
+  // holds its output folder: a second run into a folder in use said it went
+  // on from the first's checkpoint, then was refused (a new user's trial).
+  std::string resuming_notes;
 };
 
 int CheckStreamFolders(const api::TrainingJobManifest& job, std::ostream& err) {
@@ -524,7 +529,9 @@ int CheckRun(const RunOptions& options, std::ostream& err, CheckedRun& checked) 
   if (checked.to_run) {
     // As the profile gave them, before going on along their traces: going on is no change.
     if (!checked.plan.devices.empty()) checked.plan.job.devices_record = DevicesRecord(checked.plan.devices);
-    GoOnWhereTheRunLeft(options, checked.plan, err);
+    std::ostringstream resuming;
+    GoOnWhereTheRunLeft(options, checked.plan, resuming);
+    checked.resuming_notes = resuming.str();
   }
   for (const auto& warning : checked.plan.warnings) err << "warning: " << warning << "\n";
   if (checked.profile) NoteNodesPlacementRefuses(checked.job, *checked.profile, checked.plan, err);
@@ -1016,6 +1023,7 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     err << "error: " << output_lock.status().message() << "\n";
     return kExitInvalid;
   }
+  err << checked.resuming_notes;
   // So too the progress log (it failed only once the agents had started, and
   // left them a checkpoint to resume from).
   std::ofstream progress_log;
