@@ -160,6 +160,14 @@ TEST(RunReportTest, ARunStoppedBeforeItTrainedSaysSo) {
             std::string::npos)
       << s;
   EXPECT_EQ(s.find("resume"), std::string::npos) << s;
+  // Its workers' figures all 0 as well (a Ctrl-C while they gathered): no
+  // table of zeros, nor a note that no link was timed (a new user's trial).
+  JobProgress gathered = p;
+  for (WorkerProgress& w : gathered.workers) w.samples = w.rows_sent = w.bytes_sent = w.bytes_received = 0;
+  const std::string zeros = Summary(Team(), gathered, 5.6);
+  EXPECT_NE(zeros.find("  no step trained: nothing to show of each worker\n"), std::string::npos) << zeros;
+  EXPECT_EQ(zeros.find("rows sent"), std::string::npos) << zeros;
+  EXPECT_EQ(zeros.find("up/down -"), std::string::npos) << zeros;
 
   // Samples short of a whole team iteration trained something: its accuracy
   // is said, not "nothing trained" beside "32 samples".
