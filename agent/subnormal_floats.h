@@ -23,7 +23,8 @@
 // (blas_thread_shutdown_), it cost 9% of a job of one's samples a second at
 // --threads 2 (median of five runs each, 31,431 against 34,471), where
 // subnormals reach its matrix products rarely: Adam's moments, where they
-// arise, are computed in LibTorch's own kernels, on threads that flush.
+// arise, are edgetrain's own (core/row_optimizer.h), stepped on the agents'
+// threads, which flush.
 namespace edgetrain::agent {
 
 bool FlushSubnormalsToZero();
