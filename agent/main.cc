@@ -6,8 +6,6 @@
 #include <cstdlib>
 #include <exception>
 #include <iostream>
-#include <sstream>
-#include <string_view>
 
 #include "agent/agent.h"
 #include "agent/check_model_command.h"
@@ -56,15 +54,15 @@ std::string g_termination_log;  // set once the flags are read
       what = "an exception of an unknown type";
     }
   }
-  std::ostringstream line;
-  edgetrain::agent::ReportFailure(edgetrain::InternalError("internal error: " + what), line, std::cerr);
-  std::cout << line.str() << std::flush;
+  // The result line read back as main reads it at the end (ResultCapture).
+  edgetrain::agent::ResultCapture capture(std::cout);
+  edgetrain::agent::ReportFailure(edgetrain::InternalError("internal error: " + what), capture.stream(), std::cerr);
+  capture.stream().flush();
+  std::cout << std::flush;
   std::cerr << std::flush;
-  constexpr std::string_view kPrefix = "result ";
-  if (!g_termination_log.empty() && line.str().starts_with(kPrefix)) {
-    std::string json = line.str().substr(kPrefix.size());
-    while (!json.empty() && json.back() == '\n') json.pop_back();
-    edgetrain::agent::WriteTerminationLog(g_termination_log, edgetrain::agent::FitTerminationMessage(json), std::cerr);
+  if (!g_termination_log.empty() && !capture.result().empty()) {
+    edgetrain::agent::WriteTerminationLog(g_termination_log, edgetrain::agent::FitTerminationMessage(capture.result()),
+                                          std::cerr);
   }
   std::_Exit(edgetrain::kExitFailed);
 }
