@@ -27,25 +27,23 @@ namespace {
 // How long a file whose last line is unfinished waits for the rest.
 constexpr auto kSettle = std::chrono::seconds(2);
 
-// The same of a time stat gave, without asking the file system again: a
-// folder stat'ed already at every look.
+// Whether a time stat gave (st_mtim) is within kSettle of now: a folder's,
+// stat'ed already at every look, is not asked for again.
 bool ChangedWithinSettle(const timespec& changed) {
   timespec now {};
   ::clock_gettime(CLOCK_REALTIME, &now);
   const auto age = std::chrono::seconds(now.tv_sec - changed.tv_sec) +
                    std::chrono::nanoseconds(now.tv_nsec - changed.tv_nsec);
-  return age < kSettle && age > -kSettle;
-}
-
-bool WrittenWithinSettle(const fs::path& path) {
-  std::error_code ec;
-  const fs::file_time_type written = fs::last_write_time(path, ec);
-  const auto age = fs::file_time_type::clock::now() - written;
   // One written "in the future" by more than that is of a clock that is off
   // (a share's server, a copy that kept a device's time): taken as written
   // just now, it waited for ever, and every file after it with it (found
   // in review).
-  return !ec && age < kSettle && age > -kSettle;
+  return age < kSettle && age > -kSettle;
+}
+
+bool WrittenWithinSettle(const fs::path& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && ChangedWithinSettle(st.st_mtim);
 }
 
 // Whether `bytes` start as gzip does (ReadDataFile unpacks such a file).
@@ -205,18 +203,18 @@ void SampleDirectory::CheckWatched(Scan& scan) {
   }
 }
 
-bool SampleDirectory::ListNew(const std::optional<ResumeSkip>& skip, Scan& scan) {
+void SampleDirectory::ListNew(const std::optional<ResumeSkip>& skip, Scan& scan) {
   struct stat folder {};
   if (::stat(folder_.c_str(), &folder) != 0) {
     // Not there yet is the source not started; anything else is said: a
     // folder the agent may not read, or a path to a file, read as empty,
     // trained on nothing and exited 0 (found in review).
     if (errno != ENOENT) scan.unreadable = folder_ + ": " + std::strerror(errno);
-    return false;
+    return;
   }
   if (!S_ISDIR(folder.st_mode)) {
     scan.unreadable = folder_ + ": a file, not a folder";
-    return false;
+    return;
   }
   // A file the run this one resumes had read through, by its name and by
   // its time: named through the read-through and last written before the
@@ -241,7 +239,7 @@ bool SampleDirectory::ListNew(const std::optional<ResumeSkip>& skip, Scan& scan)
   // at least every kRelistEvery looks.
   const timespec changed = folder.st_mtim;
   const bool same = listed_.load() && changed.tv_sec == listed_time_.tv_sec && changed.tv_nsec == listed_time_.tv_nsec;
-  if (same && !ChangedWithinSettle(changed) && ++looks_since_listed_ < kRelistEvery) return true;
+  if (same && !ChangedWithinSettle(changed) && ++looks_since_listed_ < kRelistEvery) return;
   std::error_code ec;
   for (fs::directory_iterator it(folder_, ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
@@ -257,12 +255,11 @@ bool SampleDirectory::ListNew(const std::optional<ResumeSkip>& skip, Scan& scan)
   }
   if (ec) {
     scan.unreadable = folder_ + ": " + ec.message();  // listed again at the next look
-    return false;
+    return;
   }
   listed_.store(true);
   listed_time_ = changed;
   looks_since_listed_ = 0;
-  return true;
 }
 
 SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {

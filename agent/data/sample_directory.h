@@ -166,8 +166,7 @@ class SampleDirectory {
   };
   // Names new in the folder, not read, into pending_, those `skip` takes as
   // read into seen_; the folder listed only when it may hold new names.
-  // Whether it was listed whole.
-  bool ListNew(const std::optional<ResumeSkip>& skip, Scan& scan);
+  void ListNew(const std::optional<ResumeSkip>& skip, Scan& scan);
 
   const std::string folder_;
   const std::optional<FeatureRange> range_;
