@@ -1,4 +1,3 @@
-#include "agent/result_json.h"
 #include "cli/plan_command.h"
 
 #include <algorithm>
@@ -10,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "agent/result_json.h"
 #include "api/team_request.h"
 #include "cli/job_loading.h"
 #include "cli/layer_profiling.h"
