@@ -228,10 +228,7 @@ class WorkerRun {
         // what arrived or was dropped since (an outage's drops, as its
         // buffer filled) goes in this stream's first. Counted from the
         // reconnection, they were lost (found in review).
-        if (!first_stream) {
-          stream_.counts = last_sent_.counts;
-          stream_.injected = last_sent_.injected;
-        }
+        if (!first_stream) stream_.reported = last_sent_;
       }
       ClockThread receiver = clock_.StartThread("worker receiver " + std::to_string(options_.rank),
                                                 [&] { ReceiveLoop(*stream); });
@@ -761,7 +758,7 @@ class WorkerRun {
     }
     if (injected_) {
       stats->set_injection_wanted(static_cast<int32_t>(injected_->Wanted()));
-      stats->set_injected_samples(injected_->used() - stream_.injected);
+      stats->set_injected_samples(injected_->used() - stream_.reported.injected);
       last_sent_.injected = injected_->used();
     }
     if (samples_) {
@@ -771,7 +768,7 @@ class WorkerRun {
       // (the coordinator carried the earlier stream's for good alone).
       v1::StreamStats now = StreamNowLocked();
       last_sent_.counts = now;
-      const v1::StreamStats& then = stream_.counts;
+      const v1::StreamStats& then = stream_.reported.counts;
       now.set_arrived(now.arrived() - then.arrived_for_good());
       now.set_arrived_for_good(now.arrived_for_good() - then.arrived_for_good());
       now.set_dropped(now.dropped() - then.dropped());
@@ -911,16 +908,17 @@ class WorkerRun {
   double compute_s_ = 0;
   double stall_s_ = 0;
   std::optional<TimePoint> stalled_since_;  // while the compute loop waits for rows
+  // A stream's counts and injected samples over the worker's life, as a report gave them.
+  struct Reported {
+    v1::StreamStats counts = {};
+    int64_t injected = 0;
+  };
   struct StreamStart {
     TimePoint began{};
     double compute_s = 0, stall_s = 0, energy_j = 0;
-    v1::StreamStats counts = {};  // a stream's, over the worker's life
-    int64_t injected = 0;
+    Reported reported = {};  // what this stream's reports count from
   } stream_;  // the totals when the current stream opened
-  struct SentCounts {
-    v1::StreamStats counts = {};
-    int64_t injected = 0;
-  } last_sent_;  // the stream's counts and injected samples, over the worker's life, in the last report sent
+  Reported last_sent_;  // in the last report sent
   double pace_s_ = 0;  // EWMA of a step's compute time
   StepTimeModel step_time_;  // a step's fixed and per-sample cost: what compute-weighted batches deal by
   // This worker's batch: the job's, or what compute weighting gave it.
