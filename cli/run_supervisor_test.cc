@@ -135,6 +135,15 @@ class RunSupervisorTest : public testing::Test {
       return coordinator_.Elapsed() < started ? Encoded(JobState::kStarting, 0, 0, std::nullopt) : kProgress;
     };
   }
+  // A fresh pipeline whose stage agent of rank 1 ends 1 s in with `code`,
+  // before its head started it; the others stop when told to.
+  Supervision AStageEndsBeforeThePipelineStarts(int code) {
+    GathersUntil();
+    workers_[0]->ExitsAt(seconds(1), code);
+    coordinator_.OnSignal(SIGTERM, [](ScriptedAgent& a) { a.ExitsAt(a.Elapsed() + seconds(1), 0); });
+    for (auto& w : workers_) w->OnSignal(SIGTERM, [](ScriptedAgent& a) { a.ExitsAt(a.Elapsed(), 0); });
+    return Run(StopOrder::kCoordinatorFirst, {1, 2});
+  }
   // A coordinator that reports `result` and exits `after` it is told to stop.
   static void ReportsWhenStopped(ScriptedAgent& c, Duration after, const std::string& result = kInterruptedResult) {
     c.OnSignal(SIGTERM, [after, result](ScriptedAgent& self) {
@@ -389,11 +398,7 @@ TEST_F(RunSupervisorTest, AWorkerThatRefusesItsInputsBeforeTheTeamStartsFailsThe
 // (a new user's 20 s job stood 2 minutes unsaid). The run stops at once. A
 // resumed pipeline's head goes on without it after the grace: said so.
 TEST_F(RunSupervisorTest, AFreshPipelinesStageLostBeforeItStartsStopsTheRun) {
-  GathersUntil();
-  workers_[0]->ExitsAt(seconds(1), 137);
-  coordinator_.OnSignal(SIGTERM, [](ScriptedAgent& a) { a.ExitsAt(a.Elapsed() + seconds(1), 0); });
-  for (auto& w : workers_) w->OnSignal(SIGTERM, [](ScriptedAgent& a) { a.ExitsAt(a.Elapsed(), 0); });
-  Supervision outcome = Run(StopOrder::kCoordinatorFirst, {1, 2});
+  Supervision outcome = AStageEndsBeforeThePipelineStarts(137);
   EXPECT_FALSE(outcome.inputs_at_fault);
   EXPECT_EQ(outcome.failure, "the stage agent of rank 1 ended before the pipeline started (worker-1.log's last "
                              "lines below): a fresh pipeline starts only with every device; run the same command "
@@ -406,11 +411,7 @@ TEST_F(RunSupervisorTest, AFreshPipelinesStageLostBeforeItStartsStopsTheRun) {
 
 // One that refused its inputs would again: the run fails as the job's fault.
 TEST_F(RunSupervisorTest, APipelinesStageThatRefusesItsInputsBeforeItStartsFailsTheRun) {
-  GathersUntil();
-  workers_[0]->ExitsAt(seconds(1), 2);
-  coordinator_.OnSignal(SIGTERM, [](ScriptedAgent& a) { a.ExitsAt(a.Elapsed() + seconds(1), 0); });
-  for (auto& w : workers_) w->OnSignal(SIGTERM, [](ScriptedAgent& a) { a.ExitsAt(a.Elapsed(), 0); });
-  Supervision outcome = Run(StopOrder::kCoordinatorFirst, {1, 2});
+  Supervision outcome = AStageEndsBeforeThePipelineStarts(2);
   EXPECT_TRUE(outcome.inputs_at_fault);
   EXPECT_EQ(outcome.failure, "the stage agent of rank 1 stopped on an error of the job's own before the pipeline "
                              "started (exit 2; worker-1.log's last lines below say which)");

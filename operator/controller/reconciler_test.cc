@@ -188,13 +188,17 @@ class ReconcilerTest : public ::testing::Test {
     EXPECT_EQ(Job("team")["status"]["phase"], api::phase::kRunning);
     return key;
   }
-  // Team "team"'s worker 1 evicted from robot-1, gone not ready: the pod made
-  // in its place.
-  StatusOr<Json> WorkerOneEvictedAndReplaced(const std::string& key) {
+  // Team "team"'s robot-1 pre-empted: worker 1's pod evicted, the node gone not ready.
+  void WorkerOneEvicted() {
     nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).NotReady());
     SyncPods([](Json& pod) {
       if (pod["metadata"]["name"] == "team-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
     });
+  }
+  // Team "team"'s worker 1 evicted from robot-1, gone not ready: the pod made
+  // in its place.
+  StatusOr<Json> WorkerOneEvictedAndReplaced(const std::string& key) {
+    WorkerOneEvicted();
     jobs_.Put(Job("team"));
     EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerLost);
     return api_.Get(kube::kPods, "default", "team-worker-1-g2");
@@ -1152,10 +1156,7 @@ TEST_F(ReconcilerTest, AWorkerLostAfterTrainingStoppedIsNotReplaced) {
       {"state", "training"}, {"iteration", 300}, {"samples", 19200}, {"stopReason", "epochs"}};
   Reconcile(key);
   jobs_.Put(Job("team"));
-  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).NotReady());
-  SyncPods([](Json& pod) {
-    if (pod["metadata"]["name"] == "team-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
-  });
+  WorkerOneEvicted();
   api_.ResetWrites();
   for (int look = 0; look < 2; ++look) {
     jobs_.Put(Job("team"));
@@ -1605,10 +1606,7 @@ TEST_F(ReconcilerTest, ATeamIsNotWholeAgainWhileANodeOfItsPodsIsNotReady) {
 // review).
 TEST_F(ReconcilerTest, ARecoveryWhoseStatusWasNotStoredIsStillCounted) {
   const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 1}}}});
-  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).NotReady());
-  SyncPods([](Json& pod) {
-    if (pod["metadata"]["name"] == "team-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
-  });
+  WorkerOneEvicted();
   api_.RefuseStatusWrites("TrainingJob", UnavailableError("connection reset"));
   EXPECT_FALSE(reconciler_.Reconcile(key).ok());
   api_.RefuseStatusWrites("TrainingJob", Status::Ok());
@@ -1623,10 +1621,7 @@ TEST_F(ReconcilerTest, ALostWorkerIsReplacedAloneUnderANewPlanGenerationAndTheTe
   const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 1}}}});
 
   // robot-1 is pre-empted: its pod evicted, the node gone NotReady.
-  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).NotReady());
-  SyncPods([](Json& pod) {
-    if (pod["metadata"]["name"] == "team-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
-  });
+  WorkerOneEvicted();
   api_.ResetWrites();
   EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerLost);
   jobs_.Put(Job("team"));
@@ -1691,10 +1686,7 @@ TEST_F(ReconcilerTest, ALostWorkerIsReplacedAloneUnderANewPlanGenerationAndTheTe
 // review).
 TEST_F(ReconcilerTest, AReplacementTheApiServerRefusesIsSaidAndTheRecoveryCounted) {
   const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 1}}}});
-  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).NotReady());
-  SyncPods([](Json& pod) {
-    if (pod["metadata"]["name"] == "team-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
-  });
+  WorkerOneEvicted();
   api_.RefuseCreates("Pod", FailedPreconditionError("pods is forbidden: exceeded quota: compute"));
   const ReconcileOutcome lost = Reconcile(key);
   EXPECT_EQ(lost.replan, api::reason::kWorkerLost);
