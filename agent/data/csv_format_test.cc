@@ -126,6 +126,13 @@ TEST(CsvFormatTest, RefusesBadRows) {
     EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
     EXPECT_EQ(d.status().message(), c.error);
   }
+  // A line of a million fields is counted, not split: the vectors it was
+  // split into held 24 bytes a field before the count refused it (found in review).
+  std::string wide = "1,2,3,4\n1";
+  for (int i = 0; i < 1'000'000; ++i) wide += ",0";
+  auto d = ParseCsv(wide + "\n", kThreeFeatures, {}, "t.csv");
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().message(), "t.csv:2: expected 4 values, a label and a sample's 3, found 1000001");
 }
 
 }  // namespace

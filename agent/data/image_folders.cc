@@ -6,7 +6,6 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <limits>
 
 namespace edgetrain::agent {
@@ -49,21 +48,47 @@ bool IsPngOrJpeg(const std::string& bytes) {
   return bytes.starts_with(kPng) || bytes.starts_with(kJpeg);
 }
 
+// The most bytes a PNG or JPEG of the folder's dimensions can hold: its
+// pixels at four bytes each, eight times over (a PNG of noise stored
+// uncompressed, a JPEG at quality 100), and 16 MiB of metadata (EXIF, its
+// thumbnail, a colour profile). Also under stb's int lengths.
+uint64_t MostBytesOfAnImage(const DatasetInfo& info) {
+  const uint64_t pixels = static_cast<uint64_t>(std::max<int64_t>(1, info.height)) *
+                          static_cast<uint64_t>(std::max<int64_t>(1, info.width));
+  return std::min<uint64_t>(pixels * 4 * 8 + (uint64_t{1} << 24), std::numeric_limits<int>::max());
+}
+
 Status AppendImage(const fs::path& file, int label, Dataset& d) {
   const std::string path = file.string();
   if (IsDirectory(file)) return InvalidArgumentError(path + ": a folder inside a class folder");
+  std::error_code ec;
+  // A pipe in a class folder would be read forever.
+  if (!fs::is_regular_file(file, ec)) return InvalidArgumentError(path + ": not a regular file (a pipe or a device)");
+  const uint64_t file_bytes = fs::file_size(file, ec);
+  if (ec) return InvalidArgumentError(path + ": " + ec.message());
   std::ifstream in(file, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) return InvalidArgumentError(path + ": cannot be read");
+  if (!in.is_open()) return InvalidArgumentError(path + ": cannot be read");
+  // Its kind by its first bytes and its size before the whole is read: a
+  // video of a gigabyte left in a class folder was read whole, 2 GB of
+  // memory, to be refused for its first bytes (found in review).
+  const size_t head = static_cast<size_t>(std::min<uint64_t>(file_bytes, 8));
+  std::string bytes(head, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(head));
+  if (in.bad()) return InvalidArgumentError(path + ": cannot be read");
   if (!bytes.empty() && !IsPngOrJpeg(bytes)) {
     return InvalidArgumentError(path + ": not a PNG or JPEG image (its first bytes are neither's; other formats, "
                                        "BMP or GIF among them, are not read: convert it, or move it out of the folder)");
   }
-  // Larger than stb reads (its lengths are ints): no image of a dataset's is.
-  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max())) {
-    return InvalidArgumentError(path + ": a file of " + std::to_string(bytes.size() >> 20) + " MiB, too large for an "
-                                "image of this folder's size");
+  if (file_bytes > MostBytesOfAnImage(d.info)) {
+    return InvalidArgumentError(path + ": a file of " + std::to_string((file_bytes + (1 << 20) - 1) >> 20) +
+                                " MiB, more than any image of this folder's size holds (" +
+                                std::to_string(d.info.height) + "x" + std::to_string(d.info.width) +
+                                ", inputShape): a PNG or JPEG of other contents, or of other dimensions");
   }
+  bytes.resize(static_cast<size_t>(file_bytes));
+  in.read(bytes.data() + head, static_cast<std::streamsize>(file_bytes - head));
+  if (in.bad()) return InvalidArgumentError(path + ": cannot be read");
+  bytes.resize(head + static_cast<size_t>(in.gcount()));  // cut since it was looked at: what is there
   const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
   const int size = static_cast<int>(bytes.size());
   const int channels = d.info.channels;

@@ -1,5 +1,7 @@
 #include "agent/data/image_folders.h"
 
+#include <sys/stat.h>
+
 #include <stb_image_write.h>
 
 #include <gtest/gtest.h>
@@ -114,6 +116,16 @@ TEST(ImageFoldersTest, RefusesWhatItCannotUse) {
     header += std::string("\x08\0\0\0\0", 5) + std::string(4, '\0');              // 8-bit grey; its CRC
     Write(root / "huge" / "b" / "1.png", header);
   }
+  // A PNG's signature on 17 MiB (sparse): more than any image of 2x2 holds,
+  // refused by its size before it is read whole (a video of a gigabyte in a
+  // class folder was read into memory to be refused: found in review).
+  tiny(root / "vast" / "a" / "1.png");
+  Write(root / "vast" / "b" / "1.png", std::string("\x89PNG\r\n\x1a\n", 8));
+  fs::resize_file(root / "vast" / "b" / "1.png", 17 << 20);
+  // A pipe has no end to read to.
+  tiny(root / "pipe" / "a" / "1.png");
+  fs::create_directories(root / "pipe" / "b");
+  ASSERT_EQ(::mkfifo((root / "pipe" / "b" / "1.png").c_str(), 0600), 0);
   // Named a PNG, cut short after its signature: a PNG that cannot be decoded.
   tiny(root / "cut" / "a" / "1.png");
   Write(root / "cut" / "b" / "1.png", std::string("\x89PNG\r\n\x1a\n", 8) + "garbage");
@@ -142,6 +154,9 @@ TEST(ImageFoldersTest, RefusesWhatItCannotUse) {
                                               "other formats, BMP or GIF among them, are not read"},
       {r + "/cut", Shape(1, 2, 2, 2), {}, r + "/cut/b/1.png: not a PNG or JPEG image that can be decoded ("},
       {r + "/nested", Shape(1, 2, 2, 2), {}, r + "/nested/b/more: a folder inside a class folder"},
+      {r + "/vast", Shape(1, 2, 2, 2), {},
+       r + "/vast/b/1.png: a file of 17 MiB, more than any image of this folder's size holds (2x2, inputShape)"},
+      {r + "/pipe", Shape(1, 2, 2, 2), {}, r + "/pipe/b/1.png: not a regular file (a pipe or a device)"},
   };
   for (const auto& c : cases) {
     auto d = ReadImageFolders(c.folder, c.info, c.same_classes_as);
