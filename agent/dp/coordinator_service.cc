@@ -7,6 +7,7 @@
 #include "agent/transport/message_parts.h"
 #include "agent/transport/shaped_stream.h"
 #include "core/duration_text.h"
+#include "core/peer_figures.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -66,26 +67,21 @@ std::vector<v1::CoordinatorMessage> ToParts(const UpdateMessage& m) {
       [](v1::CoordinatorMessage& p) { return p.mutable_update(); });
 }
 
-// A worker's figure as a count or a measure: one that is not finite, is
-// negative or is past any a device reaches is none. A NaN loss kept the
-// team's shown loss NaN for good, a rate of 1e-300 Mbit/s made a time past
-// any duration, and a negative count rolled the job's samples back (found in
-// review: a worker's gradients are checked, its figures were not).
-double Measure(double v, double most) { return std::isfinite(v) && v > 0 && v <= most ? v : 0; }
-// Times: within the longest duration edgetrain counts (core/duration_text.h).
-const double kLongestSeconds = ToSeconds(kLongestDuration);
-// Joules a worker may say it has drawn: past any device's life.
-constexpr double kMostJoules = 1e15;
 // A link's, Mbit/s: below a bit a second, none measured.
 double LinkRate(double mbps) {
   const double m = Measure(mbps, 1e6);
   return m >= 1e-6 ? m : 0;
 }
 
+// A report's count (the samples since the one before, a stream's so far):
+// at most 2^40, a device's at 10,000 samples a second for three years, so
+// that its reports and streams add up to int64 only past eight million of them.
+int64_t ReportCount(int64_t v) { return Count(v, int64_t{1} << 40); }
+
 WorkerReport ToReport(const v1::WorkerStats& s) {
   WorkerReport r;
   r.batch_size = s.batch_size();
-  r.samples = std::max<int64_t>(0, s.samples());
+  r.samples = ReportCount(s.samples());
   if (std::isfinite(s.loss_sum()) && s.loss_count() > 0) {
     r.loss_sum = s.loss_sum();
     r.loss_count = s.loss_count();
@@ -97,7 +93,7 @@ WorkerReport ToReport(const v1::WorkerStats& s) {
   r.wall_s = Measure(s.wall_seconds(), kLongestSeconds);
   r.energy_j = Measure(s.energy_joules(), kMostJoules);
   r.step_s = Measure(s.step_seconds(), kLongestSeconds);
-  r.injected = s.injected_samples();
+  r.injected = ReportCount(s.injected_samples());
   if (s.has_compression()) {
     const v1::CompressionStats& c = s.compression();
     r.compression = CompressionProgress{c.encoding() == v1::ENCODING_TOPK ? "topk" : "int8", c.topk_kept_norm(),
@@ -105,8 +101,14 @@ WorkerReport ToReport(const v1::WorkerStats& s) {
   }
   if (s.has_stream()) {
     const v1::StreamStats& st = s.stream();
-    r.stream = StreamProgress{st.arrived(),       st.dropped(),      st.backlog(),     st.wait_seconds(),
-                              st.refused_files(), st.last_refused(), st.read_through(), st.arrived_for_good()};
+    r.stream = StreamProgress{ReportCount(st.arrived()),
+                              ReportCount(st.dropped()),
+                              ReportCount(st.backlog()),
+                              Measure(st.wait_seconds(), kLongestSeconds),
+                              ReportCount(st.refused_files()),
+                              st.last_refused(),
+                              st.read_through(),
+                              ReportCount(st.arrived_for_good())};
   }
   return r;
 }

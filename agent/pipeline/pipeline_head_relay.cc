@@ -13,6 +13,7 @@
 #include "core/batch_order.h"
 #include "core/duration_text.h"
 #include "core/pass_deadline.h"
+#include "core/peer_figures.h"
 #include "core/row_layout.h"
 
 namespace edgetrain::agent {
@@ -35,14 +36,16 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
     link.transfer_until = TimePoint{};
     // Silent is silent past the gaps it has shown, and never under four of
     // its heartbeats; a stage that sends none is judged by the grace alone.
-    const double heartbeat_s = hello.heartbeat_seconds();
+    // Within the longest duration counted, so that four of them and twice
+    // that do not overflow a Duration (a hello of 1e10 s did, by reading).
+    const double heartbeat_s = Measure(hello.heartbeat_seconds(), kLongestSeconds);
     link.silent_floor = heartbeat_s > 0 ? 4 * FromSeconds(heartbeat_s) : plan_.spec.fault_tolerance.ReachGrace();
     link.heard = ArrivalDeadline(plan_.spec.fault_tolerance.ReachGrace(), link.silent_floor);
     link.heard.Restart(clock_.Now());
     link.offered_step = hello.model_clock();
     link.offered_pending = hello.stage_step_pending();
-    link.offered_elapsed_s = hello.job_elapsed_seconds();
-    link.offered_energy_j = hello.job_energy_joules();
+    link.offered_elapsed_s = Measure(hello.job_elapsed_seconds(), kLongestSeconds);
+    link.offered_energy_j = Measure(hello.job_energy_joules(), kMostJoules);
     link.offered_replicas.clear();
     for (const v1::KeptReplica& kept : hello.kept_replicas()) {
       link.offered_replicas[{kept.first_layer(), kept.end_layer()}] = kept.step();
@@ -91,20 +94,22 @@ Status PipelineHead::Serve(const v1::Hello& hello, WorkerStream& stream) {
     } else if (message->has_step_done()) {
       std::lock_guard lock(mu_);
       const v1::StepDone& d = message->step_done();
-      // The device's time counts whatever attempt it was spent on.
-      link.compute_s += d.compute_seconds();
-      link.idle_s += d.idle_seconds();
-      link.energy_j += d.energy_joules();
-      link.passes.Observed(d.longest_pass_seconds());
+      // The device's time counts whatever attempt it was spent on. Its
+      // figures as the data-parallel coordinator takes a worker's
+      // (core/peer_figures.h): a NaN energy never reached an energy budget.
+      link.compute_s += Measure(d.compute_seconds(), kLongestSeconds);
+      link.idle_s += Measure(d.idle_seconds(), kLongestSeconds);
+      link.energy_j += Measure(d.energy_joules(), kMostJoules);
+      link.passes.Observed(Measure(d.longest_pass_seconds(), kLongestSeconds));
       if (metrics_) metrics_->SetStageSeconds(rank, link.stage, link.compute_s, link.idle_s);
       if (d.attempt() != attempt_) continue;  // of an attempt given up
       link.done_step = d.step();
       link.done_attempt = d.attempt();
       link.done_at = clock_.Now();
-      link.held_s = d.held_seconds();
-      link.work_s = d.work_seconds();
-      link.loss_sum = d.loss_sum();
-      link.step_samples = d.samples();
+      link.held_s = Measure(d.held_seconds(), kLongestSeconds);
+      link.work_s = Measure(d.work_seconds(), kLongestSeconds);
+      link.loss_sum = d.loss_sum();  // a NaN is the step's, which FiniteStep stops on
+      link.step_samples = Count(d.samples(), plan_.spec.data.batch_size);  // of the step the head dealt
       changed_.NotifyAll();
     } else if (message->has_failed()) {
       {
