@@ -449,6 +449,25 @@ void RunSupervisor::StopTeam(Supervision& outcome, const std::function<bool()>& 
   // prints its own account of its energy after it, which the summary reads.
   const bool pipeline = order_ == StopOrder::kCoordinatorFirst;
   const TimePoint killed_by = clock_.Now() + (pipeline ? times_.worker_stop_grace : times_.stop_grace);
+  // Those still finishing a second after they were told are said, and how
+  // long they may take: the run had stood silent 7 s after its last
+  // progress line (a new user's trial).
+  const TimePoint said_by = std::min(killed_by, clock_.Now() + std::chrono::seconds(1));
+  std::vector<int> finishing;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    if (told[i] && !ExitsBy(*workers_[i], said_by, forced)) finishing.push_back(ranks_[i]);
+  }
+  if (!finishing.empty() && clock_.Now() < killed_by) {
+    err_ << "waiting up to " << FormatDuration(std::chrono::round<std::chrono::seconds>(killed_by - clock_.Now()))
+         << " for "
+         << (pipeline ? (finishing.size() > 1 ? "the stage agents of ranks" : "the stage agent of rank")
+                      : (finishing.size() > 1 ? "workers" : "worker"));
+    for (size_t k = 0; k < finishing.size(); ++k) err_ << (k == 0 ? " " : ", ") << finishing[k];
+    err_ << " to stop: " << (finishing.size() > 1 ? "they" : "it")
+         << " did not hear the " << (pipeline ? "head's" : "coordinator's") << " stop (a link down?) and "
+         << (finishing.size() > 1 ? "were" : "was")
+         << " told to\n";
+  }
   std::vector<int> killed;
   for (size_t i = 0; i < workers_.size(); ++i) {
     const int status = WaitUntil(*workers_[i], killed_by, forced);
