@@ -338,6 +338,7 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
         // (its refusal is counted over the runs, core/team_accounts.h).
         std::lock_guard lock(mu_);
         files_.emplace_back(first_held_ + samples_.size(), name);
+        ++files_read_;
         continue;
       }
       read_before = Waiting{name, *before, std::move(*read), std::move(cut_short)};
@@ -372,6 +373,7 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
     scan.samples += n;
     std::lock_guard lock(mu_);
     files_.emplace_back(first_held_ + samples_.size(), name);
+    ++files_read_;
   }
   return scan;
 }
@@ -416,7 +418,7 @@ SampleDirectory::Through SampleDirectory::ReadThrough(int64_t taken) const {
   // Asked at every push, keep-alives among them, and the same until a batch
   // is taken or a file read: worked out again only then. Each asking walks
   // every file read, one a frame for a camera's stream (found in review).
-  if (through_ && through_->taken == taken && through_->files == files_.size() &&
+  if (through_ && through_->taken == taken && through_->files == files_read_ &&
       through_->skip_through == skip_through_) {
     return through_->through;
   }
@@ -430,16 +432,37 @@ SampleDirectory::Through SampleDirectory::ReadThrough(int64_t taken) const {
   for (const auto& [end, name] : files_) {
     if (end > taken && (!least_not_taken || StreamNameBefore(name, *least_not_taken))) least_not_taken = name;
   }
-  Through through{skip_through_, 0};
-  int64_t begin = 0;
+  const auto read_through = [&](const std::string& name, int64_t end) {
+    return end <= taken && (!least_not_taken || StreamNameBefore(name, *least_not_taken));
+  };
+  // Past twice kFilesKept, the oldest read through fold, down to kFilesKept.
+  // Taken now, they stay taken; read through now, they would cease to be
+  // only if a file named before them came after kFilesKept others, which a
+  // writer's own order does not do.
+  size_t fold = 0;
+  if (files_.size() > 2 * kFilesKept) {
+    while (files_.size() - fold > kFilesKept && read_through(files_[fold].second, files_[fold].first)) ++fold;
+  }
+  for (size_t i = 0; i < fold; ++i) {
+    auto& [end, name] = files_[i];
+    folded_.samples += end - folded_.end;
+    folded_.end = end;
+    if (folded_.file.empty() || StreamNameBefore(folded_.file, name)) folded_.file = std::move(name);
+  }
+  files_.erase(files_.begin(), files_.begin() + static_cast<std::ptrdiff_t>(fold));
+  Through through{skip_through_, folded_.samples};
+  if (!folded_.file.empty() && (through.file.empty() || StreamNameBefore(through.file, folded_.file))) {
+    through.file = folded_.file;
+  }
+  int64_t begin = folded_.end;
   for (const auto& [end, name] : files_) {
     const int64_t held = end - begin;
     begin = end;
-    if (end > taken || (least_not_taken && !StreamNameBefore(name, *least_not_taken))) continue;
+    if (!read_through(name, end)) continue;
     through.samples += held;
     if (through.file.empty() || StreamNameBefore(through.file, name)) through.file = name;
   }
-  through_ = ThroughAsked{taken, files_.size(), skip_through_, through};
+  through_ = ThroughAsked{taken, files_read_, skip_through_, through};
   return through;
 }
 

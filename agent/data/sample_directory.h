@@ -218,11 +218,24 @@ class SampleDirectory {
   std::string skip_through_;  // names up to this one are read (SkipThrough), for ReadThrough
   std::optional<ResumeSkip> resume_skip_;  // given before the first listing
   // Each file read or refused, in the order read: where its samples end, and its name.
-  std::vector<std::pair<int64_t, std::string>> files_;
+  // The oldest, once taken and read through, fold into folded_ past
+  // kFilesKept (ReadThrough): a camera's stream of a file a frame had grown
+  // it by 860,000 a day, each walked at every batch taken (found in review).
+  // A file named before a folded one that comes after it is no longer
+  // judged against it (see ReadThrough).
+  mutable std::vector<std::pair<int64_t, std::string>> files_;
+  static constexpr size_t kFilesKept = 4096;
+  struct Folded {
+    int64_t end = 0;      // where the last folded file's samples end
+    int64_t samples = 0;  // the folded files' samples
+    std::string file;     // the greatest of their names
+  };
+  mutable Folded folded_;
+  int64_t files_read_ = 0;  // files_'s entries over the run, folded ones too
   // The last ReadThrough, and what it was worked out of.
   struct ThroughAsked {
     int64_t taken = 0;
-    size_t files = 0;
+    int64_t files = 0;
     std::string skip_through;
     Through through;
   };
