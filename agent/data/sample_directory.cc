@@ -241,8 +241,15 @@ void SampleDirectory::ListNew(const std::optional<ResumeSkip>& skip, Scan& scan)
   const bool same = listed_.load() && changed.tv_sec == listed_time_.tv_sec && changed.tv_nsec == listed_time_.tv_nsec;
   if (same && !ChangedWithinSettle(changed) && ++looks_since_listed_ < kRelistEvery) return;
   std::error_code ec;
+  // Now and then, the names read that have left the folder are forgotten:
+  // a writer that removes what was read (a camera's frames, rotated) would
+  // otherwise grow seen_ by a name a file for the run. A file made again
+  // under a name forgotten is a new file, read.
+  const bool prune = ++listings_ % kPruneSeenEvery == 0 && seen_.size() > kFilesKept;
+  std::set<std::string> still_here;
   for (fs::directory_iterator it(folder_, ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
+    if (prune && seen_.contains(name)) still_here.insert(name);
     if (!IsStreamFileName(name) || seen_.contains(name) || pending_.contains(name)) continue;
     std::error_code kind;  // not `ec`: a file gone since it was listed does not end the listing
     if (!it->is_regular_file(kind)) continue;
@@ -257,6 +264,7 @@ void SampleDirectory::ListNew(const std::optional<ResumeSkip>& skip, Scan& scan)
     scan.unreadable = folder_ + ": " + ec.message();  // listed again at the next look
     return;
   }
+  if (prune) seen_ = std::move(still_here);  // the listing was whole
   listed_.store(true);
   listed_time_ = changed;
   looks_since_listed_ = 0;

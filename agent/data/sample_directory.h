@@ -172,7 +172,9 @@ class SampleDirectory {
   const std::optional<FeatureRange> range_;
   Dataset samples_;  // the samples held, features as floats
   int64_t first_held_ = 0;  // the index of samples_'s first
-  std::set<std::string> seen_;  // the files read or refused, by name
+  std::set<std::string> seen_;  // the files read or refused, by name, while they are in the folder
+  int64_t listings_ = 0;
+  static constexpr int64_t kPruneSeenEvery = 64;
   struct NameOrder {
     bool operator()(const std::string& a, const std::string& b) const { return StreamNameBefore(a, b); }
   };

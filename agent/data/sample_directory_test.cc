@@ -121,6 +121,35 @@ TEST_F(SampleDirectoryTest, FilesReadThroughFoldAndStillCount) {
   EXPECT_EQ(source.ReadThrough(arrived + 1).samples, arrived);
 }
 
+// The names of files read and since removed are forgotten once more than
+// 4,096 are remembered, within 64 listings: a camera's frames, removed once
+// read, had kept a name each for the run. A file made under one again is new.
+TEST_F(SampleDirectoryTest, NamesOfFilesRemovedAreForgotten) {
+  SampleDirectory source(folder.string(), kInfo);
+  char name[32];
+  for (int i = 0; i < 4100; ++i) {
+    std::snprintf(name, sizeof name, "old-%05d.csv", i);
+    Put(name, "0,1,2\n");
+  }
+  int64_t arrived = 0;
+  for (int looks = 0; looks < 100 && arrived < 4100; ++looks) arrived += source.Look().samples;
+  ASSERT_EQ(arrived, 4100);
+  for (const auto& entry : fs::directory_iterator(folder)) fs::remove(entry.path());
+  Put("old-00000.csv", "1,3,4\n");
+  EXPECT_EQ(source.Look().samples, 0) << "remembered until a pruning listing";
+  fs::remove(folder / "old-00000.csv");
+  // Each new file changes the folder, and the next look lists it.
+  for (int i = 0; i < 64; ++i) {
+    std::snprintf(name, sizeof name, "new-%05d.csv", i);
+    Put(name, "2,5,6\n");
+    source.Look();
+  }
+  Put("old-00000.csv", "1,3,4\n");
+  int64_t again = 0;
+  for (int looks = 0; looks < 30 && again == 0; ++looks) again += source.Look().samples;
+  EXPECT_EQ(again, 1) << "forgotten once removed, and made again: a new file";
+}
+
 // A file written in place a line at a time is read once its last line is
 // finished; what is written to it after is not read, and is said once, as
 // a file left out, not lost unsaid (a new user's trial: 1 row of 30 read).
