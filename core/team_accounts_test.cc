@@ -71,6 +71,27 @@ TEST(TeamAccountsTest, AResumeAtAnotherBatchSizeCountsOnFromTheCheckpointsIterat
   EXPECT_EQ(after.samples(), 591 * 64 + 32);
 }
 
+// A job stopped mid-iteration and resumed counts the part it had left: its
+// last batches (a short epoch's end) make the same whole iterations as a
+// run never stopped. Each run rounding its own down, a resumed job of
+// 600,000 samples in iterations of 96 ended at 6,249 (a new user's trial).
+TEST(TeamAccountsTest, APartOfAnIterationCarriesOverAResume) {
+  TeamAccounts before(3, 32, 600000);
+  WorkerReport r;
+  r.samples = 32;
+  for (int i = 0; i < 4820; ++i) {
+    for (int w = 0; w < 3; ++w) before.Reported(w, r);
+  }
+  before.Reported(0, r);
+  before.Reported(1, r);  // two thirds of iteration 4,821
+  ASSERT_EQ(before.team_iteration(), 4820);
+  TeamAccounts after(3, 32, 600000);
+  after.Restore(before.team_iteration(), before.samples(), before.Totals());
+  EXPECT_EQ(after.team_iteration(), 4820);
+  after.Reported(2, r);
+  EXPECT_EQ(after.team_iteration(), 4821) << "its third of the iteration the checkpoint had two of";
+}
+
 // A push late for its round (policy deadline) trained nothing the team kept:
 // its loss is heard, its samples are not counted as trained.
 TEST(TeamAccountsTest, ALatePushsSamplesAreNotCountedAsTrained) {
