@@ -416,7 +416,15 @@ StatusOr<JobProgress> JobDriver::Run(const std::atomic<bool>& cancel) {
   if (!stop) stop = budget.Exhausted(clock_.Now(), UseOf(p));
   TimePoint published{};
   while (!stop) {
-    EDGETRAIN_RETURN_IF_ERROR(engine_.Advance());
+    if (Status advanced = engine_.Advance(); !advanced.ok()) {
+      // Its result says that training had begun, by its time: a loss NaN at
+      // step 1 (nothing of it kept, so iteration 0) read "refused before
+      // training" (a new user's trial).
+      p = engine_.Progress();
+      fill(p, clock_.Now());
+      Publish(p);
+      return advanced;
+    }
     if (const std::optional<TimePoint> began = engine_.JobClockStart(); began && *began < start) {
       start = *began;  // the team's clock, taken over with its model
       budget = Budget(spec.budget, engine_.SamplesPerEpoch(), start);

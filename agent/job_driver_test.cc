@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -489,7 +490,15 @@ TEST_F(JobDriverTest, AJobWhoseLossIsNoLongerFiniteFailsThereWithItsLastFiniteWe
   ASSERT_TRUE(checkpoint.ok() && checkpoint->has_value());
   EXPECT_GT((*checkpoint)->iteration, 50) << "it trained a while before it diverged";
   for (float w : (*checkpoint)->parameters) ASSERT_TRUE(std::isfinite(w));
+  // What the failure's result is made of is the job as the step failed, its
+  // clock running: a loss NaN at step 1, at iteration 0 since nothing of the
+  // step is kept, read "refused before training" (a new user's trial).
+  const std::string& why = result.status().message();
+  const int64_t failed_at = std::stoll(why.substr(why.find("at step ") + 8));
+  EXPECT_EQ(board.Snapshot().iteration, failed_at - 1);
+  EXPECT_GT(board.Snapshot().elapsed_s, 0);
 }
+
 
 // Its data files rewritten between the runs, the manifest the same: said, as
 // a manifest's change is (a user's run resumed on a set cut to a seventh was

@@ -1283,8 +1283,11 @@ int RunJob(const RunOptions& options, std::ostream& out, std::ostream& err, cons
     const bool inputs_at_fault = outcome.coordinator_exit == kExitInvalid;
     // Refused before a step: nothing trained to fail (a wrong output size,
     // a state_dict file, bad data read "training failed": a user's trial).
+    // A step that failed (a loss NaN at step 1, iteration 0 since nothing of
+    // it is kept) has the job's clock running.
     const bool refused_at_start = inputs_at_fault && outcome.result->iteration == 0 &&
-                                  outcome.result->samples == 0 && outcome.lost_workers == 0;
+                                  outcome.result->samples == 0 && outcome.lost_workers == 0 &&
+                                  outcome.result->elapsed_s <= 0;
     return failed((refused_at_start ? "refused before training: " : "training failed: ") + outcome.result->error,
                   "", inputs_at_fault, refused_at_start);
   }
