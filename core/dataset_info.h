@@ -61,13 +61,14 @@ inline std::string BatchOverShareWarning(int64_t train_size, int workers, int ba
   const bool every = !uneven || fewest + 1 < batch_size;
   const std::string held = every && uneven ? std::to_string(fewest) + " or " + std::to_string(fewest + 1)
                                            : std::to_string(fewest);
+  const std::string samples = held == "1" ? " training sample" : " training samples";
   if (workers == 1) {
-    return "the job holds " + held + " training samples, fewer than its batch of " + std::to_string(batch_size) +
+    return "the job holds " + held + samples + ", fewer than its batch of " + std::to_string(batch_size) +
            ": every step takes all " + held + ", a batch of " + held;
   }
   const std::string who = every ? "each worker holds " : "some workers hold ";
   // The way out, said (a new user's trial asked for it).
-  return who + held + " training samples, fewer than " + (every ? "its" : "their") + " batch of " +
+  return who + held + samples + ", fewer than " + (every ? "its" : "their") + " batch of " +
          std::to_string(batch_size) + ": " + (every ? "every step repeats" : "their steps repeat") +
          " samples (spec.data.batchSize " + std::to_string(std::max<int64_t>(1, fewest)) + " or less does not)";
 }
