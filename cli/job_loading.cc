@@ -133,8 +133,10 @@ int LoadJob(const std::string& path, std::ostream& err, api::TrainingJobManifest
       return ExitCodeFor(resolved);
     }
     if (const std::vector<std::string> wrong = MisnamedFiles(job, needed); !wrong.empty()) {
-      err << "error: " << path << " names files this machine does not have as named (relative paths are read "
-          << "beside the manifest):\n";
+      // Not only missing: a folder named as a file read "does not have" above
+      // the line that said what it was (a new user's trial).
+      err << "error: " << path << " names paths that are not here as it names them (missing, or a folder where a "
+          << "file is meant, or a file where a folder is; relative paths are read beside the manifest):\n";
       for (const std::string& w : wrong) err << "  " << w << "\n";
       return kExitInvalid;
     }

@@ -968,7 +968,7 @@ TEST_F(RunCommandTest, MissingFilesAreNamedByTheirFieldsBeforeAnythingStarts) {
   for (const char* command : {"validate", "run"}) {
     Outcome out = Execute({command, Manifest("files", spec)});
     EXPECT_EQ(out.exit, 2) << command;
-    EXPECT_NE(out.stderr_text.find("names files this machine does not have"), std::string::npos) << out.stderr_text;
+    EXPECT_NE(out.stderr_text.find("names paths that are not here as it names them (missing, or a folder where a file is meant"), std::string::npos) << out.stderr_text;
     EXPECT_NE(out.stderr_text.find("spec.model.torchscript.path: " + (dir_ / "net.pt").string() + ": no such file"),
               std::string::npos)
         << out.stderr_text;
