@@ -112,8 +112,8 @@ int Evaluate(const EvaluateOptions& options, std::ostream& out, std::ostream& er
   }
   std::string data = dataset.empty() ? "" : "--dataset=" + dataset;
   std::string described = dataset;
+  api::TrainingJobManifest job;
   if (!options.job_path.empty()) {
-    api::TrainingJobManifest job;
     api::SupportCheck support;
     if (int code = LoadJob(options.job_path, err, job, support, api::Runner::kLocal, JobFiles::kTest); code != kExitOk) {
       return code;
@@ -131,13 +131,15 @@ int Evaluate(const EvaluateOptions& options, std::ostream& out, std::ostream& er
   // 0.9415 on its own test files, without a word). Said once it is measured:
   // said first, it preceded the refusal of a model that did not fit.
   std::string other_data;
-  if (!dataset.empty()) {
-    const std::string trained_on = ModelCardField(options.model_path, "dataset");
-    if (!trained_on.empty() && trained_on != dataset) {
-      other_data = "note: " + options.model_path + " was trained on " + trained_on + " (model.json), not on " +
-                   dataset + ": this measures it on other data (--job JOB.yaml evaluates it on its job's "
-                   "test data)\n";
-    }
+  // So with another job's data: a model of one CSV file scored on another
+  // job's test file said nothing (a new user's trial). model.json names
+  // what it trained on as DescribeData does, a job's files by their paths.
+  const std::string evaluated_on = dataset.empty() ? DescribeData(job.spec.data) : dataset;
+  const std::string trained_on = ModelCardField(options.model_path, "dataset");
+  if (!trained_on.empty() && trained_on != evaluated_on) {
+    other_data = "note: " + options.model_path + " was trained on " + trained_on + " (model.json), not on " +
+                 evaluated_on + ": this measures it on other data" +
+                 (dataset.empty() ? "" : " (--job JOB.yaml evaluates it on its job's test data)") + "\n";
   }
   const std::string agent = options.agent_binary.empty() ? AgentBeside() : options.agent_binary;
   auto evaluated = AskAgent({agent, "evaluate", "--model=" + options.model_path, data});

@@ -319,6 +319,12 @@ TEST_F(RunCommandTest, EvaluateOnAJobsFilesReadsItsTestFileAlone) {
   Outcome by_job = Execute({"evaluate", (dir_ / "mlp" / "model.pt").string(), "--job", job, "--json"});
   ASSERT_EQ(by_job.exit, 0) << by_job.stderr_text;
   EXPECT_EQ(nlohmann::json::parse(by_job.stdout_lines.at(0))["samples"], 2);
+  // Another job's data than the model's: said (it was not: a new user's trial).
+  EXPECT_NE(by_job.stderr_text.find("note: " + (dir_ / "mlp" / "model.pt").string() +
+                                    " was trained on digits (model.json), not on csv data (" +
+                                    (dir_ / "train.csv").string() + "): this measures it on other data\n"),
+            std::string::npos)
+      << by_job.stderr_text;
   fs::remove(dir_ / "train.csv");  // nor a training file that is not there
   Outcome no_train = Execute({"evaluate", (dir_ / "mlp" / "model.pt").string(), "--job", job, "--json"});
   ASSERT_EQ(no_train.exit, 0) << no_train.stderr_text;
