@@ -705,7 +705,7 @@ TEST_F(JobDriverTest, ACheckpointOfAnotherModelIsRefusedWithWhatToDo) {
   // Both models' sizes said (a user who exported their module anew was told
   // only "a different model, optimizer or team").
   EXPECT_NE(again.status().message().find("holds a model of "), std::string::npos) << again.status().message();
-  EXPECT_NE(again.status().message().find(" parameters, and this job's has 16; move it away, or start afresh "
+  EXPECT_NE(again.status().message().find(" and this job's has 16 shaped [4x4]; move it away, or start afresh "
                                           "(edgetrain run --fresh; under the operator, another spec.output.path)"),
             std::string::npos)
       << again.status().message();

@@ -1514,7 +1514,8 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
                              "  budget: {wallClock: 10m, epochs: 100000}\n";
   Outcome refused = Execute({"run", narrower.string(), "--output", (dir_ / "out").string()});
   EXPECT_EQ(refused.exit, 2) << refused.stderr_text;
-  EXPECT_NE(refused.stderr_text.find("holds a model of 17,226 parameters, and this job's has 1,210"), std::string::npos)
+  EXPECT_NE(refused.stderr_text.find("holds a model of 17,226 parameters shaped [128x64], [128], [64x128], [64], [10x64], [10], and "
+                                       "this job's has 1,210 shaped [16x64], [16], [10x16], [10]"), std::string::npos)
       << refused.stderr_text;
   // What changed is named (a team of 3 resumed as 2 was told no more than the line above).
   EXPECT_NE(refused.stderr_text.find("(the manifest changed since it was written: spec.model.hidden: "),

@@ -224,8 +224,13 @@ Status ParametersFit(const JobCheckpoint& c, const std::vector<std::vector<int64
     parameters += n;
   }
   if (static_cast<int64_t>(c.parameters.size()) != parameters) {
-    return FailedPreconditionError("holds a model of " + WithThousands(static_cast<int64_t>(c.parameters.size())) +
-                                   " parameters, and this job's has " + WithThousands(parameters));
+    // Shaped, where the checkpoint says how, as own-model.md promises: the
+    // counts alone left the layer that changed to be guessed (a new user's trial).
+    const bool shaped = !c.parameter_shapes.empty();
+    return FailedPreconditionError(
+        "holds a model of " + WithThousands(static_cast<int64_t>(c.parameters.size())) + " parameters" +
+        (shaped ? " shaped " + ShapesText(c.parameter_shapes) : std::string()) + ", and this job's has " +
+        WithThousands(parameters) + (shaped ? " shaped " + ShapesText(shapes) : std::string()));
   }
   if (!c.parameter_shapes.empty() && c.parameter_shapes != shapes) {
     return FailedPreconditionError("holds a model whose parameters are shaped " + ShapesText(c.parameter_shapes) +
