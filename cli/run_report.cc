@@ -732,6 +732,19 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
           << " classes (1 in " << classes << "): the model has not learned; a learning rate too high or too low, "
              "too short a budget, or labels that do not go with their samples are the usual causes\n";
     }
+    // A loss far past what even guessing gives is a model whose outputs are
+    // extreme: finite, so training went on, exit 0, and the summary said
+    // nothing of a loss of 4e27 (a feature of 1e30 among ones of about 1: a
+    // new user's trial). A hundred times guessing's is past any model's
+    // that is merely wrong.
+    const double guessing = std::log(static_cast<double>(std::max(2, classes)));
+    if (std::isfinite(p.loss) && p.loss > 100 * guessing) {
+      char said[64];
+      std::snprintf(said, sizeof said, "%.3g", p.loss);
+      out << "  note: the training loss is " << said << ", where guessing among " << classes << " classes gives "
+          << Fixed(guessing, 2) << ": the model's outputs are extreme; a feature far larger than the rest of its "
+             "data, or a learning rate too high, are the usual causes\n";
+    }
   }
   out << "  "
       << (plan.job.pipeline ? CountOf(p.iteration, "step", "steps") + " (each the whole batch through the stages), "

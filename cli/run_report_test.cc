@@ -142,7 +142,14 @@ TEST(RunReportTest, AModelNoBetterThanGuessingIsSaidToHaveNotLearned) {
             std::string::npos)
       << s;
   p.accuracy = 0.7139;
+  p.loss = 0.52;
   EXPECT_EQ(Summary(Team(), p).find("guessing"), std::string::npos);
+  // A loss far past guessing's, finite: the outputs are extreme, said.
+  p.loss = 3.956e27;
+  EXPECT_NE(Summary(Team(), p).find("\n  note: the training loss is 3.96e+27, where guessing among 10 classes gives "
+                                    "2.30: the model's outputs are extreme"),
+            std::string::npos)
+      << Summary(Team(), p);
 }
 
 TEST(RunReportTest, ARunStoppedBeforeItTrainedSaysSo) {
