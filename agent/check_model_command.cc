@@ -13,6 +13,7 @@
 #include "agent/torch/trainer.h"
 #include "core/dataset_info.h"
 #include "core/exit_codes.h"
+#include "core/median.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -60,11 +61,6 @@ class TimedStep {
   std::vector<int64_t> labels_;
   std::vector<float> gradient_;
 };
-
-double Median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
-  return v[v.size() / 2];
-}
 
 int Finish(const Json& result, int code, const std::string& termination_log, std::ostream& lines, std::ostream& log) {
   const std::string json = ResultJson(result);

@@ -3,15 +3,13 @@
 #include <algorithm>
 #include <iterator>
 
+#include "core/median.h"
+
 namespace edgetrain {
 namespace {
 
-double Median(std::vector<double>::const_iterator first, std::vector<double>::const_iterator last) {
-  std::vector<double> sorted(first, last);
-  if (sorted.empty()) return 0;
-  const auto middle = sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2);
-  std::nth_element(sorted.begin(), middle, sorted.end());
-  return *middle;
+double MedianOf(std::vector<double>::const_iterator first, std::vector<double>::const_iterator last) {
+  return Median(std::vector<double>(first, last));
 }
 
 }  // namespace
@@ -20,7 +18,7 @@ bool StepWindow::Drifted(double factor) const {
   if (steps_.size() < 2 * kRecent) return false;
   const auto split = steps_.end() - static_cast<std::ptrdiff_t>(kRecent);
   const auto from = split - static_cast<std::ptrdiff_t>(std::min(steps_.size() - kRecent, kBefore));
-  const double before = Median(from, split);
+  const double before = MedianOf(from, split);
   if (before <= 0) return false;
   // All but one of the recent steps past the bound, the same way.
   std::vector<double> recent(split, steps_.end());
@@ -32,7 +30,7 @@ bool StepWindow::Drifted(double factor) const {
 double StepWindow::Now(double factor) const {
   const size_t counted =
       Drifted(factor) ? kRecent : std::min(steps_.size(), std::max(kRecent, steps_.size() / 2));
-  return Median(steps_.end() - static_cast<std::ptrdiff_t>(counted), steps_.end());
+  return MedianOf(steps_.end() - static_cast<std::ptrdiff_t>(counted), steps_.end());
 }
 
 }  // namespace edgetrain

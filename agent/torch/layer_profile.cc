@@ -13,6 +13,7 @@
 #include "agent/torch/stage_trainer.h"
 #include "agent/torch/torchscript_trainer.h"
 #include "core/chained_passes.h"
+#include "core/median.h"
 #include "core/number_text.h"
 #include "core/row_layout.h"
 #include "core/row_optimizer.h"
@@ -27,14 +28,6 @@ constexpr int kWarmUpPasses = 3;
 // output: a conv's output before its pool, its activation's, the pool's
 // indices.
 constexpr int64_t kStashPerOutput = 4;
-
-double Median(std::vector<double> values) {
-  const size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
-  if (values.size() % 2 == 1) return values[mid];
-  const double upper = values[mid];
-  return (*std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2;
-}
 
 struct LayerTiming {
   double forward_s = 0;   // one pass over the input

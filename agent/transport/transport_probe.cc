@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "agent/transport/transport.h"
+#include "core/median.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -97,11 +98,6 @@ class Stage {
   bool closing_ = false;
   std::thread sender_, receiver_;
 };
-
-double Median(std::vector<double> values) {
-  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
-  return values[values.size() / 2];
-}
 
 }  // namespace
 
