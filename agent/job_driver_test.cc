@@ -33,8 +33,9 @@ using std::chrono::seconds;
 // does from its layers as profiled (PipelineHead::EvaluationGuess).
 class GuessingEngine final : public TrainingEngine {
  public:
-  GuessingEngine(TrainingEngine& inner, std::optional<double> guess, bool evaluation_fails = false)
-      : inner_(inner), guess_(guess), evaluation_fails_(evaluation_fails) {}
+  GuessingEngine(TrainingEngine& inner, std::optional<double> guess, bool evaluation_fails = false,
+                 std::function<void()> finished = {})
+      : inner_(inner), guess_(guess), evaluation_fails_(evaluation_fails), finished_(std::move(finished)) {}
   std::optional<double> EvaluationGuess() const override { return guess_; }
   int64_t SamplesPerEpoch() const override { return inner_.SamplesPerEpoch(); }
   Status Restore(const JobCheckpoint& checkpoint) override { return inner_.Restore(checkpoint); }
@@ -49,13 +50,17 @@ class GuessingEngine final : public TrainingEngine {
   int64_t TestSamples() const override { return inner_.TestSamples(); }
   void Snapshot(JobCheckpoint& into) override { inner_.Snapshot(into); }
   void Interrupted() override { inner_.Interrupted(); }
-  Status Finish(FinalModel final) override { return inner_.Finish(final); }
+  Status Finish(FinalModel final) override {
+    if (finished_) finished_();
+    return inner_.Finish(final);
+  }
   Status SaveModel(const std::string& path) override { return inner_.SaveModel(path); }
 
  private:
   TrainingEngine& inner_;
   std::optional<double> guess_;
   bool evaluation_fails_;
+  std::function<void()> finished_;  // as training ends, before the final model and checkpoint
 };
 
 // An engine whose steps a test writes, for what a job of one never does (no
@@ -122,7 +127,7 @@ struct JobDriverTest : ::testing::Test {
     clock.Run("test", [&] {
       testing::FakeTrainer trainer(model, clock);
       SoloEngine solo(plan.spec, trainer, data, {}, {}, clock);
-      GuessingEngine engine(solo, evaluation_guess, evaluation_fails);
+      GuessingEngine engine(solo, evaluation_guess, evaluation_fails, training_finished);
       MetricsRegistry registry;
       CoordinatorMetrics metrics(registry, plan.job, 1);
       std::atomic<bool> cancel{false};
@@ -193,6 +198,7 @@ struct JobDriverTest : ::testing::Test {
   std::ostringstream log;
   std::optional<double> evaluation_guess;  // the engine's, where it has one
   bool evaluation_fails = false;  // every evaluation ends in an error, as a process killed during it
+  std::function<void()> training_finished;  // what happens as training ends
   bool read_elapsed = false;
   std::vector<double> elapsed_read;  // the job's clock as the reader saw it
   std::set<int64_t> iterations_read;  // the iterations the reader saw
@@ -824,7 +830,10 @@ TEST_F(JobDriverTest, AModelThatCouldNotBeWrittenIsWrittenByTheNextRun) {
   const std::optional<double> failed_accuracy = (*kept)->accuracy;
   ASSERT_TRUE(failed_accuracy.has_value());
   EXPECT_NE(failed.status().message().find("model.pt"), std::string::npos) << failed.status().message();
-  EXPECT_FALSE(fs::exists(plan.output_dir + "/model.pt.tmp")) << "a part written is not left to fill the disk";
+  for (const auto& entry : fs::directory_iterator(plan.output_dir)) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos)
+        << "a part written is not left to fill the disk";
+  }
   fs::remove(plan.output_dir + "/model.pt");
   auto again = Run();
   ASSERT_TRUE(again.ok()) << again.status().ToString();
@@ -893,7 +902,9 @@ TEST_F(JobDriverTest, AFreshRunsEvaluationsStartBeforeItsFirstCheckpoint) {
 
 TEST_F(JobDriverTest, AFinalCheckpointThatCannotBeWrittenStillLeavesTheModel) {
   plan.spec.fault_tolerance.checkpoint_every = 0;
-  fs::create_directories(plan.output_dir + "/checkpoint.bin.tmp/in-the-way");  // its part cannot be written
+  // A folder in the checkpoint's place once training has ended: the final
+  // checkpoint cannot be renamed over it.
+  training_finished = [&] { fs::create_directories(plan.output_dir + "/checkpoint.bin/in-the-way"); };
   auto failed = Run();
   ASSERT_FALSE(failed.ok());
   EXPECT_NE(failed.status().message().find("checkpoint.bin"), std::string::npos) << failed.status().message();

@@ -39,6 +39,7 @@
 #include "cli/run_report.h"
 #include "cli/run_supervisor.h"
 #include "cli/stage_planning.h"
+#include "cli/storage_fault.h"
 #include "core/cluster_placement.h"
 #include "core/dataset_info.h"
 #include "core/duration_text.h"
@@ -790,29 +791,6 @@ class FolderCheckpoint {
 // What a person most needs after a run failed: whether the work is lost, and
 // what running again does. `inputs_at_fault`: running the same command fails
 // the same way.
-// What the output folder's file system said, where the run failed on it
-// ("No space left on device"), and what to do first, said so that what to
-// do next follows it ("..., then run ..."): empty for any other failure.
-std::string StorageAtFault(const std::string& why, const std::string& folder, const std::string& checkpoint_path) {
-  std::error_code ec;
-  const auto said = [&](const char* words) { return why.find(words) != std::string::npos; };
-  if (said("No space left on device") || said("Disk quota exceeded")) {
-    // Written beside the one kept, then renamed over it: room for two.
-    const auto bytes = fs::file_size(checkpoint_path, ec);
-    // Its own size, not rounded up to a unit: "1 MB" of a 49 kB checkpoint
-    // on a 1 MB file system read as past mending (a new user's trial).
-    return folder + "'s file system is full" +
-           (ec ? std::string()
-               : ": a checkpoint is written beside the one kept, so another needs " +
-                     SizeText(static_cast<double>(bytes)) + " more") +
-           "; free room there, or give another --output, then ";
-  }
-  for (const char* words : {"Read-only file system", "Permission denied", "Operation not permitted"}) {
-    if (said(words)) return folder + " cannot be written now (" + words + "); once it can, ";
-  }
-  return "";
-}
-
 void SayWhatTheFailureLeft(const FolderCheckpoint& checkpoint, const LocalRunPlan& plan, const RunOptions& options,
                            bool inputs_at_fault, const std::string& why, std::ostream& err) {
   const std::string& folder = plan.job.output_dir;

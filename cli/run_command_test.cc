@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -1315,24 +1316,42 @@ TEST_F(RunCommandTest, InterruptWhileAWorkerStartsStopsTheRunAtOnce) {
   EXPECT_FALSE(ProcessRunningWith("--job=digits-hung-worker")) << "no agent left behind";
 }
 
-// A checkpoint that cannot be written for a full disk says so, and what to
-// do before running again: "run the same command again" alone sent a user
-// round the same failure at every checkpoint (a new user's trial). /dev/full
-// stands for the disk: the checkpoint's temporary is written through it.
-TEST_F(RunCommandTest, ARunFailedOnAFullDiskSaysToFreeRoomBeforeRunningAgain) {
+// A checkpoint that cannot be written for its storage (a full disk, a file
+// size limit) says so, and what to do before running again: "run the same
+// command again" alone sent a user round the same failure at every
+// checkpoint (a new user's trial). The run's file size limit (ulimit -f,
+// inherited) stands for the disk: a checkpoint of 460 kB past 200 kB.
+TEST_F(RunCommandTest, ARunFailedOnItsStorageSaysWhatToDoBeforeRunningAgain) {
   const fs::path out = dir_ / "out";
   fs::create_directories(out);
-  fs::create_symlink("/dev/full", out / "checkpoint.bin.tmp");
-  const std::string spec = "  model: {name: mlp, hidden: [16]}\n  data: {dataset: digits, batchSize: 32}\n"
+  const std::string spec = "  model: {name: mlp, hidden: [512]}\n  data: {dataset: digits, batchSize: 32}\n"
                            "  budget: {epochs: 1}\n  faultTolerance: {checkpointEvery: 5}\n";
-  Outcome run = Execute({"run", Manifest("digits-full", spec), "--output", out.string()});
-  EXPECT_EQ(run.exit, 1) << run.stderr_text;
-  EXPECT_NE(run.stderr_text.find("No space left on device"), std::string::npos) << run.stderr_text;
-  EXPECT_NE(run.stderr_text.find("no checkpoint was written in " + out.string() + ": " + out.string() +
-                                 "'s file system is full; free room there, or give another --output, then run "
-                                 "again (it starts over)"),
+  const std::string manifest = Manifest("digits-full", spec);
+  struct sigaction ignore {}, before_signal{};
+  ignore.sa_handler = SIG_IGN;  // a write past the limit fails with EFBIG rather than ending the process
+  ASSERT_EQ(::sigaction(SIGXFSZ, &ignore, &before_signal), 0);
+  rlimit before{}, limited{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &before), 0);
+  limited = before;
+  limited.rlim_cur = 200 << 10;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limited), 0);
+  auto child = Start({"run", manifest, "--output", out.string()});
+  ::setrlimit(RLIMIT_FSIZE, &before);
+  ::sigaction(SIGXFSZ, &before_signal, nullptr);
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  while (child->ReadLine(seconds(120))) {
+  }
+  EXPECT_EQ(child->Wait(seconds(30)), 1);
+  const std::string err = ReadFile(dir_ / "stderr.log");
+  EXPECT_NE(err.find("File too large"), std::string::npos) << err;
+  EXPECT_NE(err.find("no checkpoint was written in " + out.string() + ": a file in " + out.string() +
+                     " is larger than this process may write (its file size limit, ulimit -f); raise the limit, "
+                     "then run again (it starts over)"),
             std::string::npos)
-      << run.stderr_text;
+      << err;
+  for (const auto& entry : fs::directory_iterator(out)) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << "the part written is gone";
+  }
 }
 
 // A Ctrl-C as the first agent starts (before it serves) is an interrupt

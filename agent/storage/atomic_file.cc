@@ -5,8 +5,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 namespace edgetrain::agent {
 namespace {
@@ -35,21 +38,47 @@ Status RenameIntoPlace(const std::string& tmp_path, const std::string& path) {
   return Status::Ok();
 }
 
+// The process's umask, read where it is not changed to be read (umask()
+// sets it, a race with any thread creating a file meanwhile); 022 where
+// /proc does not say.
+mode_t ProcessUmask() {
+  static const mode_t kUmask = [] {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("Umask:", 0) == 0) return static_cast<mode_t>(std::strtoul(line.c_str() + 6, nullptr, 8));
+    }
+    return static_cast<mode_t>(022);
+  }();
+  return kUmask;
+}
+
 }  // namespace
 
 Status WriteFileAtomically(const std::string& path, std::string_view content) {
-  const std::string tmp = path + ".tmp";
+  // The temporary is new, of a name no one could know (mkostemp: O_EXCL):
+  // at the fixed "NAME.tmp" it had been opened as found, so a link planted
+  // there was followed, writing the model into whatever it named, and two
+  // writers of one checkpoint (a pod stopping beside its replacement on a
+  // shared volume) wrote into each other's, and the CRC refused the result
+  // for good (found in review). A crash mid-write leaves one NAME.tmp-XXXXXX
+  // beside the file.
+  std::string tmp = path + ".tmp-XXXXXX";
+  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+  if (fd < 0) {
+    return InternalError("cannot create a temporary beside " + path + ": " + std::strerror(errno));
+  }
   // Written with the system's calls, whose errno says why (a full disk: the
   // stream's failure said only "cannot write"), and a part written removed:
   // left behind, it kept the disk full for the next attempt.
-  auto failed = [&](const char* doing, int fd) {
+  auto failed = [&](const char* doing, int open_fd) {
     const std::string why = std::strerror(errno);
-    if (fd >= 0) ::close(fd);
+    if (open_fd >= 0) ::close(open_fd);
     ::unlink(tmp.c_str());
     return InternalError(std::string("cannot ") + doing + " " + tmp + ": " + why);
   };
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return failed("create", -1);
+  // Readable as a file open() makes is, under the process's umask (mkostemp makes it 0600).
+  if (::fchmod(fd, 0644 & ~ProcessUmask()) != 0) return failed("set the mode of", fd);
   for (size_t done = 0; done < content.size();) {
     const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
     if (n < 0 && errno == EINTR) continue;

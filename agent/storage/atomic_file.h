@@ -1,8 +1,9 @@
 #pragma once
 // Files that are either wholly the old version or wholly the new one: written to
-// a temporary name beside the target, flushed to disk, renamed over it, and the
-// directory flushed so the rename itself survives a power cut. A crash mid-write
-// leaves the previous file intact (and a stray .tmp, overwritten next time).
+// a temporary of a name of its own beside the target (NAME.tmp-XXXXXX), flushed
+// to disk, renamed over it, and the directory flushed so the rename itself
+// survives a power cut. A crash mid-write leaves the previous file intact, and
+// the temporary beside it.
 
 #include <string>
 #include <string_view>
