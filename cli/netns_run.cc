@@ -30,7 +30,7 @@ int RunInNamespaces(const NetnsRunOptions& options, std::ostream& out, std::ostr
   }
   std::optional<ClusterProfile> profile = LoadProfile(options.nodes_path, err);
   if (!profile) return kExitInvalid;
-  auto slots = PlaceWorkers(options.workers, *profile);
+  auto slots = SlotsInProfileOrder(options.workers, *profile);
   if (!slots.ok()) {
     err << "error: " << slots.status().message() << "\n";
     return kExitInvalid;

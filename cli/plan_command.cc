@@ -270,7 +270,7 @@ StatusOr<PlannedPipeline> PlanPipelineJob(const api::TrainingJobManifest& job, c
   // it says so, even of stages by hand that might (edgetrain run tries them).
   EDGETRAIN_ASSIGN_OR_RETURN(planned.choice, ChooseParallelism(planned.problem, job.spec.parallelism.mode));
   EDGETRAIN_ASSIGN_OR_RETURN(planned.runs, PlanOfStages(planned.problem, planned.choice, asked.stages, asked.said()));
-  AtMicroBatches(planned.problem, micro_batches, job.spec.data.batch_size, planned.runs);
+  RecutAtMicroBatches(planned.problem, micro_batches, job.spec.data.batch_size, planned.runs);
   return planned;
 }
 

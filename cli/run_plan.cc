@@ -110,7 +110,7 @@ StatusOr<LocalRunPlan> PlanLocalRun(const api::TrainingJobManifest& job, const s
   plan.fresh = options.fresh;
   if (run.team) {
     // Named by its file, as its other errors are: its name alone was (a user's trial).
-    StatusOr<std::vector<WorkerSlot>> placed = PlaceWorkers(workers, profile);
+    StatusOr<std::vector<WorkerSlot>> placed = SlotsInProfileOrder(workers, profile);
     if (!placed.ok() && !options.nodes_path.empty()) return placed.status().WithContext(options.nodes_path);
     EDGETRAIN_ASSIGN_OR_RETURN(run.devices, std::move(placed));
     plan.workers = run.devices;

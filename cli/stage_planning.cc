@@ -42,7 +42,7 @@ std::optional<std::string> StagesOverridden(const JobSpec& spec, const std::stri
   return "--stages " + stages_flag + " in place of the job's spec.parallelism.stages " + spec.parallelism.stages;
 }
 
-void AtMicroBatches(const PipelineProblem& problem, int micro_batches, int batch_size, PipelinePlan& plan) {
+void RecutAtMicroBatches(const PipelineProblem& problem, int micro_batches, int batch_size, PipelinePlan& plan) {
   if (micro_batches <= 0) return;
   plan.micro_batches = micro_batches;
   plan.micro_batch_size = batch_size / micro_batches;
@@ -104,7 +104,7 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   const StatusOr<ParallelismChoice> chosen = ChooseParallelism(problem, job.spec.parallelism.mode);
   EDGETRAIN_ASSIGN_OR_RETURN(PipelinePlan plan, PlanOfStages(problem, chosen, stages, asked.said()));
   const ParallelismChoice* choice = chosen.ok() ? &*chosen : nullptr;
-  AtMicroBatches(problem, micro_batches, job.spec.data.batch_size, plan);
+  RecutAtMicroBatches(problem, micro_batches, job.spec.data.batch_size, plan);
   if (!plan.cost.fits) return FailedPreconditionError(asked.named() + " does not fit: " + plan.cost.misfit);
   PipelineLayout layout = LayoutOf(plan, problem);
   layout.stages_given = asked.given();

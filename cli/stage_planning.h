@@ -29,7 +29,7 @@ std::optional<std::string> StagesOverridden(const JobSpec& spec, const std::stri
 
 // `plan` cut into `micro_batches` a step (above 0) rather than the cost
 // model's best for its stages, and costed so.
-void AtMicroBatches(const PipelineProblem& problem, int micro_batches, int batch_size, PipelinePlan& plan);
+void RecutAtMicroBatches(const PipelineProblem& problem, int micro_batches, int batch_size, PipelinePlan& plan);
 
 // Sets `run.job.pipeline` and the agents that will run; returns what was
 // chosen, to be said before training: "auto picks hybrid, predicted 643

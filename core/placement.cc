@@ -4,7 +4,7 @@
 
 namespace edgetrain {
 
-StatusOr<std::vector<WorkerSlot>> PlaceWorkers(int workers, const std::optional<ClusterProfile>& profile) {
+StatusOr<std::vector<WorkerSlot>> SlotsInProfileOrder(int workers, const std::optional<ClusterProfile>& profile) {
   if (profile && static_cast<int>(profile->nodes.size()) < workers) {
     // On one machine each worker emulates a node of its own; on Kubernetes the
     // operator may put several on a node (edgetrain plan shows where).

@@ -28,7 +28,7 @@ TEST(PlacementTest, RanksTakeTheProfilesNodesInOrder) {
       {3, robots, {"fast", "slow", "spare"}},
   };
   for (const auto& c : cases) {
-    auto slots = PlaceWorkers(c.workers, c.profile);
+    auto slots = SlotsInProfileOrder(c.workers, c.profile);
     ASSERT_TRUE(slots.ok()) << c.workers;
     ASSERT_EQ(slots->size(), c.nodes.size());
     for (size_t r = 0; r < c.nodes.size(); ++r) {
@@ -40,7 +40,7 @@ TEST(PlacementTest, RanksTakeTheProfilesNodesInOrder) {
 
 TEST(PlacementTest, ASlotCarriesItsNodesDevice) {
   const ClusterProfile robots{"robots", {Node("fast", 1, true), Node("slow", 10, false)}};
-  auto slots = PlaceWorkers(2, robots);
+  auto slots = SlotsInProfileOrder(2, robots);
   ASSERT_TRUE(slots.ok());
   const WorkerSlot& fast = (*slots)[0];
   ASSERT_TRUE(fast.link.has_value());
@@ -52,7 +52,7 @@ TEST(PlacementTest, ASlotCarriesItsNodesDevice) {
   EXPECT_EQ(slow.slowdown, 10);
   EXPECT_FALSE(slow.link.has_value()) << "a node without a link gets an unshaped one";
 
-  auto local = PlaceWorkers(1, std::nullopt);
+  auto local = SlotsInProfileOrder(1, std::nullopt);
   ASSERT_TRUE(local.ok());
   EXPECT_EQ((*local)[0].slowdown, 1);
   EXPECT_FALSE((*local)[0].link.has_value());
@@ -60,7 +60,7 @@ TEST(PlacementTest, ASlotCarriesItsNodesDevice) {
 
 TEST(PlacementTest, TooFewNodesForTheTeamIsInvalid) {
   const ClusterProfile tiny{"tiny", {Node("only", 1, false)}};
-  auto slots = PlaceWorkers(3, tiny);
+  auto slots = SlotsInProfileOrder(3, tiny);
   ASSERT_FALSE(slots.ok());
   EXPECT_EQ(slots.status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(slots.status().message(),

@@ -165,7 +165,7 @@ StatusOr<ReconcileOutcome> Reconciler::ReconcileOnce(const std::string& key) {
   const bool suspending = pass.job.manifest.object.at("spec").value("suspend", false);
   SayIfSpecNotApplied(pass, suspending);
   if (current == phase::kSucceeded || current == phase::kFailed) {
-    done = Finished(pass);
+    done = TidyFinishedJob(pass);
   } else if (suspending) {
     done = Suspend(pass);
   } else {
@@ -400,7 +400,7 @@ std::optional<Duration> Reconciler::SinceTransition(const Json& status, const ch
   return std::chrono::duration_cast<Duration>(wall_now_() - *since);
 }
 
-Status Reconciler::Finished(Pass& pass) {
+Status Reconciler::TidyFinishedJob(Pass& pass) {
   EDGETRAIN_RETURN_IF_ERROR(CleanPods(pass));
   return ExpireAfterTtl(pass, pass.job.manifest.object.at("spec"));
 }

@@ -107,7 +107,9 @@ class Reconciler {
   // The job fails for what its spec says (`why`: InvalidSpec, NotSupported),
   // Invalid until the spec changes; said in an Event once a generation.
   void FailInvalid(Pass& pass, const std::string& why, const std::string& invalid);
-  Status Finished(Pass& pass);
+  // A job that has ended: its pods cleaned as its cleanPodPolicy says, and the
+  // job itself deleted once its TTL has passed.
+  Status TidyFinishedJob(Pass& pass);
   // A finished job (Succeeded, Failed, or Failed as invalid) is deleted once
   // `spec`'s ttlSecondsAfterFinished has passed since its completionTime.
   Status ExpireAfterTtl(Pass& pass, const Json& spec);
