@@ -14,6 +14,7 @@
 #include "core/dataset_info.h"
 #include "core/exit_codes.h"
 #include "core/median.h"
+#include "core/step_cost.h"
 
 namespace edgetrain::agent {
 namespace {
@@ -81,13 +82,11 @@ int Fail(const Status& status, const std::string& termination_log, std::ostream&
 
 int64_t EquivalentMultiplyAdds(double model_seconds, double reference_seconds, int64_t parameters, int batch) {
   const StepCost reference = StepCostOf(ReferenceJob());
-  // A step does 6 flops a multiply-add of each sample and 4 a parameter
-  // (PredictStep); the reference's a sample, then the module's in proportion.
-  const double reference_flops = 6.0 * static_cast<double>(reference.multiply_adds) +
-                                 4.0 * static_cast<double>(reference.parameters) / reference.batch_size;
+  // The reference's flops a sample as PredictStep counts them, then the module's in proportion.
+  const double reference_flops =
+      FlopsASample(static_cast<double>(reference.multiply_adds), reference.parameters, reference.batch_size);
   const double flops = reference_seconds > 0 ? model_seconds / reference_seconds * reference_flops : 0;
-  const double multiply_adds = (flops - 4.0 * static_cast<double>(parameters) / std::max(batch, 1)) / 6.0;
-  return std::max<int64_t>(0, std::llround(multiply_adds));
+  return MultiplyAddsOf(flops, parameters, batch);
 }
 
 int RunCheckModel(const std::vector<std::string>& args, std::ostream& lines, std::ostream& log) {

@@ -1,5 +1,7 @@
 #include "core/step_cost.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -94,11 +96,19 @@ StepCost StepCostOf(const JobSpec& spec) {
   return cost;
 }
 
+double FlopsASample(double multiply_adds, int64_t parameters, int batch) {
+  return 6.0 * multiply_adds + 4.0 * static_cast<double>(parameters) / std::max(batch, 1);
+}
+
+int64_t MultiplyAddsOf(double flops, int64_t parameters, int batch) {
+  const double multiply_adds = (flops - 4.0 * static_cast<double>(parameters) / std::max(batch, 1)) / 6.0;
+  return std::max<int64_t>(0, std::llround(multiply_adds));
+}
+
 PredictedStep PredictStep(const StepCost& cost, double compute_score, double link_mbps) {
   PredictedStep step;
-  // Forward 2 flops per multiply-add, backward twice that, and the update's few per
-  // parameter: 6 per multiply-add, and the parameters' share of the update.
-  double flops = 6.0 * static_cast<double>(cost.multiply_adds) * cost.batch_size + 4.0 * cost.parameters;
+  const double flops =
+      FlopsASample(static_cast<double>(cost.multiply_adds), cost.parameters, cost.batch_size) * cost.batch_size;
   step.compute_seconds = compute_score > 0
                              ? (kStepOverheadSeconds + flops / kReferenceFlopsPerSecond) / compute_score
                              : std::numeric_limits<double>::infinity();

@@ -64,6 +64,15 @@ struct PredictedStep {
   double samples_per_second(int batch) const { return seconds() > 0 ? batch / seconds() : 0; }
 };
 
+// What a step computes, a sample: 6 flops a multiply-add (forward 2,
+// backward twice that) and the update's 4 a parameter, shared by the
+// batch's samples. The one count PredictStep, a measured module's size and
+// a pipeline's layers as timed are all read by.
+double FlopsASample(double multiply_adds, int64_t parameters, int batch);
+// Its inverse: the multiply-adds a sample that make `flops` a sample for a
+// model of `parameters` at `batch`; none below none.
+int64_t MultiplyAddsOf(double flops, int64_t parameters, int batch);
+
 // A step on a device of `compute_score` whose link to the coordinator carries
 // `link_mbps` (0: the coordinator's own device, no link to cross). A score of 0
 // never finishes a step (infinite compute time).

@@ -6,6 +6,7 @@
 #include "core/number_text.h"
 #include "core/parallelism_choice.h"
 #include "core/pipeline_problem.h"
+#include "core/step_cost.h"
 
 namespace edgetrain::operator_ {
 namespace {
@@ -48,10 +49,8 @@ ModelSize SizeOfLayers(const std::vector<LayerCost>& layers, int batch, const No
     size.parameters += l.parameter_bytes / static_cast<int64_t>(sizeof(float));
     seconds += (l.forward_s + l.backward_s) * ReferenceFactorOf(timed_on);
   }
-  // PredictStep's count: 6 flops a multiply-add of each sample, 4 a parameter a step.
-  const double flops = seconds * kReferenceFlopsPerSecond;
-  const double multiply_adds = (flops - 4.0 * static_cast<double>(size.parameters) / std::max(batch, 1)) / 6.0;
-  size.multiply_adds = std::max<int64_t>(0, std::llround(multiply_adds));
+  // As PredictStep counts a step's flops.
+  size.multiply_adds = MultiplyAddsOf(seconds * kReferenceFlopsPerSecond, size.parameters, batch);
   return size;
 }
 
