@@ -11,6 +11,7 @@
 #include <ctime>
 #include <memory>
 
+#include "core/quoted_text.h"
 #include "core/utc_time_text.h"
 
 namespace edgetrain::pki {
@@ -203,7 +204,10 @@ PeerCheck CheckPeer(const std::string& peer_pem, const std::string& job, const s
   const bool verified = X509_verify_cert(ctx.get()) == 1;
   const int error = X509_STORE_CTX_get_error(ctx.get());
   ERR_clear_error();
-  const std::string whose = "a certificate of job \"" + named + "\"";
+  // The name as the peer wrote it, escaped and cut: any host may present a
+  // certificate before it is judged, and a name of "x\ntime=... FORGED"
+  // made a line of the agent's log of its own (a security review).
+  const std::string whose = "a certificate of job " + QuotedExcerpt(named, 80);
   if (!verified) {
     // The certificate found wanting: the peer's, or the authority above it.
     X509* failed = X509_STORE_CTX_get_current_cert(ctx.get());

@@ -53,6 +53,18 @@ TEST(JobIdentityTest, AnotherJobsCertificateIsRefusedAndNamed) {
   EXPECT_EQ(check.detail, "a certificate of job \"fashion\", not issued by job \"digits\"'s authority");
 }
 
+// A name is the peer's own, read before it is judged: shown escaped, so that
+// one holding a newline makes no line of the log of its own (a security
+// review forged "time=... coordinator: FORGED" so), and cut.
+TEST(JobIdentityTest, AnIntrudersNameIsShownEscaped) {
+  const JobAuthority digits = Authority("digits");
+  const KeyPair intruder = Agent(Authority("x\ntime=2026-12-05T14:00:00.000Z coordinator: FORGED"));
+  const PeerCheck check = CheckPeer(intruder.cert_pem, "digits", digits.ca.cert_pem, kNow);
+  EXPECT_EQ(check.verdict, PeerVerdict::kOtherJob);
+  EXPECT_EQ(check.detail, "a certificate of job \"x\\ntime=2026-12-05T14:00:00.000Z coordinator: FORGED\", not issued "
+                          "by job \"digits\"'s authority");
+}
+
 TEST(JobIdentityTest, AnAuthoritySharedByJobsStillTellsThemApart) {
   // cert-manager's one issuer for every job: the certificate's name decides.
   const JobAuthority digits = Authority("digits");
