@@ -173,6 +173,14 @@ Status PipelineHead::Relay(int rank, bool forward, v1::MicroBatch part) {
     if (to < 0 || to >= static_cast<int>(groups_.size())) {
       return FailedPreconditionError("stage " + std::to_string(stage + 1) + " sent a micro-batch nowhere");
     }
+    // Filed by index in the neighbour's inbox until taken: one past the
+    // step's micro-batches is never taken, and a stage sending such would
+    // grow its neighbour's memory a message at a time (a security review).
+    if (part.micro_batch() < 0 || part.micro_batch() >= micro_batches_) {
+      return FailedPreconditionError("stage " + std::to_string(stage + 1) + " sent micro-batch " +
+                                     std::to_string(part.micro_batch()) + " of a step of " +
+                                     std::to_string(micro_batches_));
+    }
     // Summed and dealt out by it, a negative count became negative shares,
     // sent on to stages that sized their labels by them (found in review).
     if (part.samples() < 0) {
