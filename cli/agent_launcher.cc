@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "agent/storage/atomic_file.h"
+#include "cli/log_tail.h"
 #include "cli/run_report.h"
 #include "core/duration_text.h"
 #include "core/exit_codes.h"

@@ -28,6 +28,7 @@
 #include "cli/ephemeral_credentials.h"
 #include "cli/child_process.h"
 #include "cli/job_loading.h"
+#include "cli/log_tail.h"
 #include "cli/model_card.h"
 #include "cli/netns_links.h"
 #include "cli/output_folder_lock.h"

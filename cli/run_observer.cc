@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/storage/atomic_file.h"
-#include "cli/run_report.h"
+#include "cli/log_tail.h"
 #include "core/quoted_text.h"
 #include "http/http_client.h"
 #include "http/socket_address.h"

@@ -69,14 +69,4 @@ std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& pl
 // The same line for a run that failed before it had a result (--json): the
 // job, and the error the run printed, so that a script reads why.
 std::string FailureJsonLine(const std::string& job, const std::string& error);
-// The last `lines` lines of a file (fewer if it has fewer; none if unreadable).
-std::vector<std::string> LastLines(const std::string& path, size_t lines);
-// An agent's last words: its log's last line without the time its log
-// stamps each line with (agent/stamped_log.h), which a message quoting them
-// ("worker 1 refused its inputs (exit 2): ...") does not need; empty when
-// there is none.
-std::string LastWords(const std::string& path);
-// The last `lines` lines of a log, indented with "  | ".
-std::string LogTail(const std::string& path, size_t lines);
-
 }  // namespace edgetrain::cli

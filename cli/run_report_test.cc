@@ -64,18 +64,6 @@ std::string Summary(const LocalRunPlan& plan, const JobProgress& p, double wall_
 
 // A worker out of the team at the end whose agent ended on its own is said
 // with how it ended, not as "counted out, or gone".
-// A message quotes an agent's last line without the time its log stamps it
-// with; a line of LibTorch's or gRPC's own, unstamped, as it is.
-TEST(RunReportTest, AnAgentsLastWordsAreItsLastLineWithoutItsTime) {
-  const std::string path = ::testing::TempDir() + "/last-words.log";
-  std::ofstream(path) << "time=2026-12-03T07:50:58.266Z loading digits\n"
-                         "time=2026-12-03T07:50:59.804Z worker 1: label 7 is out of range\n";
-  EXPECT_EQ(LastWords(path), "worker 1: label 7 is out of range");
-  std::ofstream(path, std::ios::app) << "terminate called after throwing an instance of 'c10::Error'\n";
-  EXPECT_EQ(LastWords(path), "terminate called after throwing an instance of 'c10::Error'");
-  EXPECT_EQ(LastWords(path + ".none"), "");
-}
-
 TEST(RunReportTest, AWorkerWhoseAgentEndedOnItsOwnIsSaidWithHow) {
   JobProgress p = Finished();  // worker 2 is out of the team at the end
   const std::string said =
