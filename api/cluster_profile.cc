@@ -12,6 +12,7 @@
 #include "api/embedded_text.h"
 #include "api/structural_schema.h"
 #include "api/yaml_json.h"
+#include "api/yaml_scalars.h"
 #include "core/bandwidth_trace.h"
 #include "core/stream_rate.h"
 #include "core/duration_text.h"
@@ -178,13 +179,11 @@ Status ReadStream(const Json& s, const fs::path& base, const std::string& where,
   return Status::Ok();
 }
 
-// A quantity as written: int-or-string, as a Node's (a plain number of
-// memory is bytes: a user's 4294967296 was refused as not a string).
-std::string QuantityText(const Json& q) { return q.is_string() ? q.get<std::string>() : q.dump(); }
-
-// A node's quantities, read here as placement and the node emulator read
-// them, so that validate and run refuse what plan would (a new user's
-// "cpu: two" passed both).
+// A node's quantities, int-or-string as a Node's (QuantityText: a plain
+// number of memory is bytes, a user's 4294967296 was refused as not a
+// string), read here as placement and the node emulator read them, so that
+// validate and run refuse what plan would (a new user's "cpu: two" passed
+// both).
 Status CheckCpu(const std::string& text, const std::string& where) {
   StatusOr<int64_t> cpu = ParseQuantityMillis(text);
   if (cpu.ok() && *cpu > 0) return Status::Ok();

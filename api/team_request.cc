@@ -1,17 +1,12 @@
 #include "api/team_request.h"
 
+#include "api/yaml_scalars.h"
 #include "core/quantity.h"
 #include "core/round_deadline.h"
 
 namespace edgetrain::api {
-namespace {
 
 using Json = nlohmann::json;
-
-// A CRD int-or-string value as the text of a quantity.
-std::string QuantityText(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
-
-}  // namespace
 
 StatusOr<TeamRequest> TeamRequestOf(const TrainingJobManifest& job, const PodDefaults& defaults,
                                     const std::optional<ModelSize>& measured) {

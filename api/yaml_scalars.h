@@ -27,4 +27,8 @@ nlohmann::json ResolvePlainScalar(std::string_view text);
 // a tag kubectl does not read as JSON).
 StatusOr<nlohmann::json> ResolveTaggedScalar(std::string_view tag, std::string_view text);
 
+// A Kubernetes quantity as a manifest or a profile wrote it: a string ("4Gi",
+// "1500m"), or a number YAML typed as one (`cpu: 2`), as its text.
+inline std::string QuantityText(const nlohmann::json& q) { return q.is_string() ? q.get<std::string>() : q.dump(); }
+
 }  // namespace edgetrain::api
