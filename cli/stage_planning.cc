@@ -136,16 +136,7 @@ StatusOr<std::string> PlanStages(const api::TrainingJobManifest& job, const std:
   // What the plan is, not which object holds it: the planner's best may itself
   // be one stage on every device.
   if (choice && ModeOf(problem, plan) != ParallelismMode::kDataParallel) {
-    out += " against data parallelism's " + per_s(choice->data_parallel) +
-           " as a pipeline runs it, on the same devices and links";
-    // A faster prediction that cannot run: why auto chose the slower (it
-    // read as auto picking against its own rule: a user's trial).
-    if (!choice->data_parallel.cost.fits) {
-      // Its stage 1 is the whole model on every device, not the pick's stage 1
-      // (a user read it as the chosen plan not fitting).
-      out += ", which does not fit: as one stage of the whole model on every device, " +
-             choice->data_parallel.cost.misfit;
-    }
+    out += AgainstDataParallelism(problem, plan, *choice);
   } else if (!asked.given()) {
     out += WholeModelNote(problem).empty() ? ": no split is predicted faster on the same devices and links" : "";
   }

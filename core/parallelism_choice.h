@@ -67,6 +67,15 @@ const PipelinePlan& PlanToRun(const ParallelismChoice& choice, std::string_view 
 // new user read "hybrid as asked" of one with one device a stage).
 std::string HowChosen(const ParallelismChoice& choice);
 
+// What `plan`, of `choice`'s problem, is against data parallelism on the
+// same devices and links, as `edgetrain run`, `plan` and the operator's
+// status all say it: " against data parallelism's 3,218 as a pipeline runs
+// it, on the same devices and links", and where data parallelism's faster
+// prediction cannot run, why ("which does not fit: ..."); empty where the
+// plan is data parallelism.
+std::string AgainstDataParallelism(const PipelineProblem& problem, const PipelinePlan& plan,
+                                   const ParallelismChoice& choice);
+
 // Whether `stages` names a plan (planned, even, data-parallel) rather than
 // giving a layout.
 bool NamesAPlan(std::string_view stages);

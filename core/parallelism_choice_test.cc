@@ -61,6 +61,27 @@ TEST(ParallelismChoiceTest, AutoSplitsTheModelWhenLinksAreTooThinToSyncIt) {
   }
 }
 
+// What a split is against data parallelism, as run, plan and the operator's
+// status say it, with why data parallelism's prediction cannot run where it
+// does not fit (the operator's status had left that out).
+TEST(ParallelismChoiceTest, ASplitIsSaidAgainstDataParallelismAndWhyThatDoesNotFit) {
+  PipelineProblem p = Site(100);
+  auto choice = ChooseParallelism(p, ParallelismMode::kAuto);
+  ASSERT_TRUE(choice.ok()) << choice.status().ToString();
+  const std::string fits = AgainstDataParallelism(p, choice->planned.plan, *choice);
+  EXPECT_TRUE(fits.starts_with(" against data parallelism's ")) << fits;
+  EXPECT_TRUE(fits.ends_with(" as a pipeline runs it, on the same devices and links")) << fits;
+  EXPECT_EQ(AgainstDataParallelism(p, choice->data_parallel, *choice), "") << "data parallelism itself";
+  p.devices[3].memory_bytes = 1'000'000;  // the whole model's state is about 22 MB
+  choice = ChooseParallelism(p, ParallelismMode::kAuto);
+  ASSERT_TRUE(choice.ok()) << choice.status().ToString();
+  const std::string misfit = AgainstDataParallelism(p, choice->planned.plan, *choice);
+  EXPECT_NE(misfit.find(" as a pipeline runs it, on the same devices and links, which does not fit: as one stage of "
+                        "the whole model on every device, "),
+            std::string::npos)
+      << misfit;
+}
+
 TEST(ParallelismChoiceTest, AutoKeepsDataParallelismWhereNoSplitBeatsIt) {
   const PipelineProblem p = Site(0);  // links not limited: syncing costs nothing
   const auto choice = ChooseParallelism(p, ParallelismMode::kAuto);

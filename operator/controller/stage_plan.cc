@@ -101,14 +101,12 @@ StatusOr<StagePlan> PlanStagesOn(const JobSpec& spec, const std::vector<NodeView
   out.reason += "; " + std::to_string(plan.micro_batches) + " micro-batch" + (plan.micro_batches == 1 ? "" : "es") +
                 " of " + std::to_string(plan.micro_batch_size) + "; predicted " + Rounded(plan.cost.samples_per_s) +
                 " samples/s";
-  if (chosen.ok() && ModeOf(problem, plan) != ParallelismMode::kDataParallel) {
-    // As a pipeline runs it, one stage on every device: mode dataParallel's
-    // engine is another, and a user set this figure against its own (3,218
-    // here, about 13,000 there: a user's trial).
-    out.reason += " against data parallelism's " + Rounded(chosen->data_parallel.cost.samples_per_s) +
-                  " as a pipeline runs it, on the same devices and links";
-  }
+  if (chosen.ok()) out.reason += AgainstDataParallelism(problem, plan, *chosen);
   if (!WholeModelNote(problem).empty()) out.reason += "; " + WholeModelNote(problem);
+  // Why the plan is not the fastest the planner found (a transient device
+  // kept company in its stage), as edgetrain run and plan say it; the
+  // operator's reason had left it out.
+  if (!given && !chosen->planned.transient_note.empty()) out.reason += "; " + chosen->planned.transient_note;
   // The placement named every worker's node: say which the plan leaves out,
   // since they get no pod (a new user counted 4 workers where 2 pods ran).
   std::vector<bool> used(devices.size(), false);
