@@ -6,7 +6,7 @@
 // link that dies is noticed in a few of that worker's own iteration times — no
 // fixed timeout to tune per cluster.
 
-#include "core/clock.h"
+#include "core/time.h"
 #include "core/smoothed_spread.h"
 
 namespace edgetrain {

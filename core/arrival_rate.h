@@ -16,7 +16,7 @@
 #include <array>
 #include <cstdint>
 
-#include "core/clock.h"
+#include "core/time.h"
 
 namespace edgetrain {
 

@@ -4,7 +4,7 @@
 // `reset_after` (client-go's exponential back-off manager, and its "healthy
 // period"). Pure: the caller brings the time and does the waiting.
 
-#include "core/clock.h"
+#include "core/time.h"
 
 namespace edgetrain {
 

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "core/clock.h"
+#include "core/time.h"
 
 namespace edgetrain {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/clock.h"
+#include "core/time.h"
 #include "core/status.h"
 
 namespace edgetrain {

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string_view>
 
-#include "core/clock.h"
+#include "core/time.h"
 #include "core/job_progress.h"
 #include "core/job_spec.h"
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/clock.h"
+#include "core/time.h"
 #include "core/duration_text.h"
 
 namespace edgetrain {

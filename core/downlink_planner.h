@@ -16,7 +16,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/clock.h"
+#include "core/time.h"
 #include "core/replica_record.h"
 #include "core/row_aggregator.h"
 #include "core/row_codec.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/clock.h"
+#include "core/time.h"
 #include "core/status.h"
 
 namespace edgetrain {

@@ -10,7 +10,7 @@
 
 #include <mutex>
 
-#include "core/clock.h"
+#include "core/time.h"
 #include "core/cluster_profile.h"
 
 namespace edgetrain {

@@ -13,7 +13,7 @@
 
 #include <algorithm>
 
-#include "core/clock.h"
+#include "core/time.h"
 #include "core/smoothed_spread.h"
 
 namespace edgetrain {

@@ -12,7 +12,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "core/clock.h"
+#include "core/time.h"
 #include "core/duration_text.h"
 
 namespace edgetrain {

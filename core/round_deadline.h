@@ -21,7 +21,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "core/clock.h"
+#include "core/time.h"
 
 namespace edgetrain {
 

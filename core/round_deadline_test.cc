@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/clock.h"
+
 namespace edgetrain {
 namespace {
 

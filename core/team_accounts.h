@@ -9,7 +9,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/clock.h"
+#include "core/time.h"
 #include "core/job_progress.h"
 
 namespace edgetrain {

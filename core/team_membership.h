@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "core/arrival_deadline.h"
-#include "core/clock.h"
+#include "core/time.h"
 #include "core/staleness_ledger.h"
 
 namespace edgetrain {

@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "core/bandwidth_trace.h"
-#include "core/clock.h"
+#include "core/time.h"
 
 namespace edgetrain {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "core/clock.h"
+#include "core/time.h"
 #include "core/job_spec.h"
 
 namespace edgetrain {
