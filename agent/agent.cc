@@ -23,20 +23,20 @@
 #include "agent/plan_watcher.h"
 #include "agent/progress_board.h"
 #include "agent/refusal_report.h"
-#include "agent/result_json.h"
 #include "agent/solo_engine.h"
 #include "agent/storage/atomic_file.h"
-#include "http/http_server.h"
-#include "http/socket_address.h"
 #include "agent/telemetry/metrics.h"
 #include "agent/torch/stage_trainer.h"
 #include "agent/torch/trainer.h"
 #include "agent/transport/transport.h"
-#include "core/number_text.h"
+#include "api/result_json.h"
 #include "core/bandwidth_trace.h"
-#include "core/stream_rate.h"
 #include "core/job_plan.h"
+#include "core/number_text.h"
 #include "core/partition.h"
+#include "core/stream_rate.h"
+#include "http/http_server.h"
+#include "http/socket_address.h"
 #include "pki/job_identity.h"
 #include "pki/tls_folder.h"
 
@@ -328,7 +328,7 @@ int RunWorkerRole(AgentSetup& s, const std::atomic<bool>& cancel) {
                            {"reconnects", summary->reconnects},
                            {"energyJoules", summary->energy_joules},
                            {"stopReason", summary->stop_reason}};
-  s.lines << "result " << ResultJson(result) << std::endl;
+  s.lines << "result " << api::ResultJson(result) << std::endl;
   return StoppedFromOutside(summary->stop_reason, cancel) ? kExitTerminated : kExitOk;
 }
 
@@ -460,7 +460,7 @@ int RunStageRole(AgentSetup& s, const std::atomic<bool>& cancel) {
                            {"idleSeconds", summary->idle_s},
                            {"activationBytesSent", summary->activation_bytes_sent},
                            {"stopReason", summary->stop_reason}};
-  s.lines << "result " << ResultJson(result) << std::endl;
+  s.lines << "result " << api::ResultJson(result) << std::endl;
   return StoppedFromOutside(summary->stop_reason, cancel) ? kExitTerminated : kExitOk;
 }
 

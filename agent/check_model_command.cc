@@ -8,9 +8,9 @@
 #include <random>
 
 #include "agent/one_shot_command.h"
-#include "agent/result_json.h"
 #include "agent/termination_log.h"
 #include "agent/torch/trainer.h"
+#include "api/result_json.h"
 #include "core/dataset_info.h"
 #include "core/exit_codes.h"
 #include "core/median.h"
@@ -64,7 +64,7 @@ class TimedStep {
 };
 
 int Finish(const Json& result, int code, const std::string& termination_log, std::ostream& lines, std::ostream& log) {
-  const std::string json = ResultJson(result);
+  const std::string json = api::ResultJson(result);
   lines << "result " << json << std::endl;
   // The verdict is what the operator reads, and from this file alone: a
   // check that could not leave it failed, as profile-layers does.

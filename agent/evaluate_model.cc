@@ -9,10 +9,10 @@
 #include "agent/data/dataset.h"
 #include "agent/failure_report.h"
 #include "agent/one_shot_command.h"
-#include "agent/result_json.h"
 #include "agent/storage/atomic_file.h"
 #include "agent/torch/torchscript_trainer.h"
 #include "agent/torch/trainer.h"
+#include "api/result_json.h"
 #include "core/exit_codes.h"
 #include "core/finite_step.h"
 
@@ -124,7 +124,7 @@ int RunEvaluateModel(const std::vector<std::string>& args, std::ostream& lines, 
   // Image folders' names, label i the i-th: the runner compares them with
   // those the model was trained on (its model.json).
   if (!measured->class_names.empty()) result["classNames"] = measured->class_names;
-  lines << "result " << ResultJson(result) << std::endl;
+  lines << "result " << api::ResultJson(result) << std::endl;
   return kExitOk;
 }
 

@@ -1,7 +1,7 @@
 #include "agent/one_shot_command.h"
 
-#include "agent/result_json.h"
 #include "agent/termination_log.h"
+#include "api/result_json.h"
 #include "core/exit_codes.h"
 
 namespace edgetrain::agent {
@@ -23,7 +23,7 @@ std::optional<int> ParseOneShot(CLI::App& app, const std::vector<std::string>& a
 int FailOneShot(std::string_view command, const Status& status, const std::string& termination_log,
                 std::ostream& lines, std::ostream& log) {
   log << "edgetrain-agent " << command << ": " << status.message() << "\n";
-  const std::string result = ResultJson({{"error", status.message()}});
+  const std::string result = api::ResultJson({{"error", status.message()}});
   lines << "result " << result << std::endl;
   if (!termination_log.empty()) WriteTerminationLog(termination_log, FitTerminationMessage(result), log);
   return ExitCodeFor(status);

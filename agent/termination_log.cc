@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/result_json.h"
+#include "api/result_json.h"
 
 namespace edgetrain::agent {
 
@@ -62,7 +62,7 @@ std::string FitTerminationMessage(const std::string& result) {
   nlohmann::json j = nlohmann::json::parse(result, nullptr, /*allow_exceptions=*/false);
   // Not ours to shorten; a reader would not parse it whole or cut either.
   if (!j.is_object()) return result.substr(0, kTerminationMessageLimit);
-  auto fits = [&] { return ResultJson(j).size() <= kTerminationMessageLimit; };
+  auto fits = [&] { return api::ResultJson(j).size() <= kTerminationMessageLimit; };
   if (j.contains("workers") && j["workers"].is_array()) {
     // First each worker's figures the operator's status takes of it
     // (operator/controller/job_status.cc), the rest left out: 12 workers
@@ -84,10 +84,10 @@ std::string FitTerminationMessage(const std::string& result) {
     }
     nlohmann::json compact = j;
     compact["workers"] = std::move(kept);
-    if (ResultJson(compact).size() <= kTerminationMessageLimit) return ResultJson(compact);
+    if (api::ResultJson(compact).size() <= kTerminationMessageLimit) return api::ResultJson(compact);
     j["workersOmitted"] = j["workers"].size();
     j.erase("workers");
-    if (fits()) return ResultJson(j);
+    if (fits()) return api::ResultJson(j);
   }
   // Cut JSON is no result at all: the operator reads a module's refusal
   // only from JSON that parses (operator/controller/model_check.cc), and took
@@ -104,14 +104,14 @@ std::string FitTerminationMessage(const std::string& result) {
     std::string largest;
     size_t largest_size = 0;
     for (const auto& [key, value] : j.items()) {
-      const size_t size = key == "omitted" ? 0 : ResultJson(value).size();
+      const size_t size = key == "omitted" ? 0 : api::ResultJson(value).size();
       if (size > largest_size) largest = key, largest_size = size;
     }
     if (largest.empty()) break;
     j.erase(largest);
     j["omitted"].push_back(largest);
   }
-  return ResultJson(j);
+  return api::ResultJson(j);
 }
 
 bool WriteTerminationLog(const std::string& path, const std::string& message, std::ostream& log) {

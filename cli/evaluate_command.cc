@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/result_json.h"
+#include "api/result_json.h"
 #include "cli/agent_launcher.h"
 #include "cli/child_process.h"
 #include "cli/job_loading.h"
@@ -80,7 +80,7 @@ int EvaluateModel(const EvaluateOptions& options, std::ostream& out, std::ostrea
       if (line.rfind(prefix, 0) == 0) why = line.substr(std::string(prefix).size());
     }
   }
-  out << agent::ResultJson({{"model", options.model_path}, {"error", why.empty() ? said.str() : why}}) << "\n";
+  out << api::ResultJson({{"model", options.model_path}, {"error", why.empty() ? said.str() : why}}) << "\n";
   return exit;
 }
 
@@ -200,7 +200,7 @@ int Evaluate(const EvaluateOptions& options, std::ostream& out, std::ostream& er
     // The agent names a data set by its training files; what was evaluated
     // is the test split (a new user's --json named the train folder).
     json["dataset"] = described;
-    out << agent::ResultJson(json) << "\n";  // the model's path, as given, may not be UTF-8
+    out << api::ResultJson(json) << "\n";  // the model's path, as given, may not be UTF-8
   } else {
     char line[512];
     std::snprintf(line, sizeof line, ": test accuracy %.4f on %s (%s test samples), loss %.4f\n",

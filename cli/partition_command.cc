@@ -7,7 +7,7 @@
 
 #include "agent/data/dataset.h"
 #include "agent/data/sample_directory.h"
-#include "agent/result_json.h"
+#include "api/result_json.h"
 #include "cli/job_loading.h"
 #include "cli/local_runner.h"
 #include "core/exit_codes.h"
@@ -182,7 +182,7 @@ int PrintPartition(const std::string& manifest_path, bool json, std::ostream& ou
     if (!note.empty()) doc["note"] = note;
     if (!warning.empty()) doc["warning"] = warning;
     // Replaced, not thrown: a file's name need not be UTF-8 (found in review).
-    out << agent::ResultJson(doc) << "\n";
+    out << api::ResultJson(doc) << "\n";
     return kExitOk;
   }
   if (folders) {

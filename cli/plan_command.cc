@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/result_json.h"
+#include "api/result_json.h"
 #include "api/team_request.h"
 #include "cli/job_loading.h"
 #include "cli/layer_profiling.h"
@@ -440,7 +440,7 @@ int PrintPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) 
       doc["placementPredictedSamplesPerSecond"] = placement.predicted_samples_per_second;
       doc["predictedSamplesPerSecond"] = nullptr;
     }
-    out << agent::ResultJson(doc) << "\n";  // a name need not be UTF-8
+    out << api::ResultJson(doc) << "\n";  // a name need not be UTF-8
   } else {
     const int workers = job.spec.parallelism.workers;
     out << job.name << " on " << site << " (" << nodes.size() << (nodes.size() == 1 ? " node): " : " nodes): ")

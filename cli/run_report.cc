@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/result_json.h"
+#include "api/result_json.h"
 #include "cli/progress_display.h"
 #include "core/bandwidth_estimator.h"
 #include "core/chance_accuracy.h"
@@ -937,12 +937,12 @@ std::string JsonLine(const api::TrainingJobManifest& job, const LocalRunPlan& pl
   }
   // Replaced, not thrown: an agent's last words may quote a path that is
   // not UTF-8, and a throw here lost the line and the run's folder.
-  return agent::ResultJson(j);
+  return api::ResultJson(j);
 }
 
 std::string FailureJsonLine(const std::string& job, const std::string& error) {
   // The error may quote bytes that are not UTF-8 (a path, a file's line): replaced, not thrown.
-  return agent::ResultJson({{"job", job}, {"stop_reason", NameOf(StopReason::kFailed)}, {"error", error}});
+  return api::ResultJson({{"job", job}, {"stop_reason", NameOf(StopReason::kFailed)}, {"error", error}});
 }
 
 }  // namespace edgetrain::cli

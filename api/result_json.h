@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
-namespace edgetrain::agent {
+namespace edgetrain::api {
 
 inline std::string ResultJson(const nlohmann::json& result) {
   return result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-}  // namespace edgetrain::agent
+}  // namespace edgetrain::api
