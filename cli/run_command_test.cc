@@ -975,7 +975,10 @@ TEST_F(RunCommandTest, MissingFilesAreNamedByTheirFieldsBeforeAnythingStarts) {
   for (const char* command : {"validate", "run"}) {
     Outcome out = Execute({command, Manifest("files", spec)});
     EXPECT_EQ(out.exit, 2) << command;
-    EXPECT_NE(out.stderr_text.find("names paths that are not here as it names them (missing, or a folder where a file is meant"), std::string::npos) << out.stderr_text;
+    EXPECT_NE(out.stderr_text.find("names paths that are not here as it names them (missing, or a folder where a "
+                                   "file is meant"),
+              std::string::npos)
+        << out.stderr_text;
     EXPECT_NE(out.stderr_text.find("spec.model.torchscript.path: " + (dir_ / "net.pt").string() + ": no such file"),
               std::string::npos)
         << out.stderr_text;
@@ -1533,8 +1536,9 @@ TEST_F(RunCommandTest, InterruptStopsTheAgentSavesTheModelAndExits130) {
                              "  budget: {wallClock: 10m, epochs: 100000}\n";
   Outcome refused = Execute({"run", narrower.string(), "--output", (dir_ / "out").string()});
   EXPECT_EQ(refused.exit, 2) << refused.stderr_text;
-  EXPECT_NE(refused.stderr_text.find("holds a model of 17,226 parameters shaped [128x64], [128], [64x128], [64], [10x64], [10], and "
-                                       "this job's has 1,210 shaped [16x64], [16], [10x16], [10]"), std::string::npos)
+  EXPECT_NE(refused.stderr_text.find("holds a model of 17,226 parameters shaped [128x64], [128], [64x128], [64], "
+                                     "[10x64], [10], and this job's has 1,210 shaped [16x64], [16], [10x16], [10]"),
+            std::string::npos)
       << refused.stderr_text;
   // What changed is named (a team of 3 resumed as 2 was told no more than the line above).
   EXPECT_NE(refused.stderr_text.find("(the manifest changed since it was written: spec.model.hidden: "),
