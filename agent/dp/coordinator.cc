@@ -4,6 +4,8 @@
 #include <cmath>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "agent/transport/message_parts.h"
 #include "agent/transport/transport.h"
 #include "core/finite_step.h"
@@ -95,6 +97,27 @@ void Coordinator::FollowTeamChange(TimePoint now) {
 
 Coordinator::~Coordinator() = default;
 
+// The workers' totals as the checkpoint holds them, but for the files their
+// streams read through where the job now reads another folder: those are
+// names of the folder it read then, and a run resumed on a new folder
+// skipped every file of it named before them, trained on nothing and
+// exited 0 (a new user's trial). Its arrivals and drops stay counted.
+std::vector<WorkerTotals> Coordinator::ReadThroughOfThisFolder(const JobCheckpoint& c) const {
+  std::vector<WorkerTotals> workers = c.workers;
+  // The folder as the checkpoint's spec names it, as this run's plan was
+  // read from its own (JobPlan::spec_json); none in a checkpoint written
+  // before checkpoints kept their spec, taken as it was.
+  const nlohmann::json then = nlohmann::json::parse(c.spec_json, nullptr, /*allow_exceptions=*/false);
+  if (!then.is_object()) return workers;
+  const nlohmann::json::json_pointer at("/data/stream/directory");
+  const std::string folder_then = then.contains(at) && then[at].is_string() ? then[at].get<std::string>() : "";
+  const auto& stream = plan_.spec.data.stream;
+  const std::string folder_now = stream && stream->directory ? *stream->directory : "";
+  if (folder_then == folder_now) return workers;
+  for (WorkerTotals& t : workers) t.stream_read_through.clear();
+  return workers;
+}
+
 Status Coordinator::Restore(const JobCheckpoint& c) {
   std::lock_guard lock(mu_);
   if (c.ledger) EDGETRAIN_RETURN_IF_ERROR(ParametersFit(c, shapes_));
@@ -125,7 +148,7 @@ Status Coordinator::Restore(const JobCheckpoint& c) {
   // both computed a round stepped already and both pushes were late, a batch
   // of each lost at every resume.
   ledger_.Resume(stepped);
-  accounts_.Restore(c.iteration, c.samples, c.workers, c.loss, c.energy_joules);
+  accounts_.Restore(c.iteration, c.samples, ReadThroughOfThisFolder(c), c.loss, c.energy_joules);
   resumed_iteration_ = c.iteration;
   restored_elapsed_s_ = c.elapsed_s;
   // Each row's last step is where the restored ledger's clock has it, with

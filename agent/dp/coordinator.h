@@ -209,6 +209,9 @@ class Coordinator final : public TrainingEngine {
   int64_t slot_since(int w) const;
 
  private:
+  // `c`'s workers' totals, their streams' files read through left out where
+  // the checkpoint's run read another folder (spec.data.stream.directory).
+  std::vector<WorkerTotals> ReadThroughOfThisFolder(const JobCheckpoint& c) const;
   // What the coordinator measures of a worker's link.
   struct LinkMeters {
     ArrivalRateMeter uplink;       // its pushes' arrivals: right under kernel shaping too

@@ -1409,6 +1409,42 @@ TEST(SimulatedTeamTest, AStreamFromADirectoryTrainsOnTheFilesEachWorkersFolderRe
   EXPECT_GT(*p.accuracy, 0.5);
 }
 
+// A job resumed on another folder (spec.data.stream.directory changed)
+// reads that folder's files whatever their names: the files read through are
+// names of the folder the checkpoint's run read, and a resumed run skipped
+// every file of the new one named before them, trained on nothing and
+// exited 0 (a new user's trial). What had arrived stays counted.
+TEST(SimulatedTeamTest, AJobResumedOnAnotherFolderReadsItsFiles) {
+  namespace fs = std::filesystem;
+  const fs::path first = fs::path(::testing::TempDir()) / "sim-stream-first";
+  const fs::path second = fs::path(::testing::TempDir()) / "sim-stream-second";
+  fs::remove_all(first);
+  fs::remove_all(second);
+  for (const char* worker : {"worker-0", "worker-1"}) {
+    PutStreamFile(first, std::string(worker) + "/b.csv", 64);
+    PutStreamFile(second, std::string(worker) + "/a.csv", 48);
+  }
+  TeamSetup setup = ATeamOnFolders(first, 1000);
+  {
+    SimulatedTeam stopped(setup);
+    stopped.Run([&](SimulatedTeam& t) {
+      ASSERT_TRUE(t.WaitFor([](const JobProgress& p) { return p.samples >= 128; }));
+      t.Stop();
+    });
+    ASSERT_TRUE(stopped.result().ok()) << stopped.log();
+  }
+  setup.stream->directory = second.string();
+  SimulatedTeam again(setup);
+  again.Run();
+  const JobProgress& p = *again.result();
+  ASSERT_TRUE(p.resumed_from_iteration.has_value()) << again.log();
+  for (int w = 0; w < 2; ++w) {
+    ASSERT_TRUE(p.workers[w].stream.has_value());
+    EXPECT_EQ(p.workers[w].stream->arrived, 64 + 48) << "worker " << w << "\n" << again.log();
+    EXPECT_EQ(p.workers[w].samples, 64 + 48) << "worker " << w;
+  }
+}
+
 // A buffer left with fewer samples than the least batch it trains on takes
 // the next file though it does not fit beside them, the leftovers dropped:
 // the stream had stood still for the whole budget, files of a full buffer's

@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <nlohmann/json.hpp>
+
 #include "agent/dp/coordinator_service.h"
 #include "agent/job_driver.h"
 #include "agent/storage/atomic_file.h"
@@ -72,6 +74,11 @@ SimulatedTeam::SimulatedTeam(TeamSetup setup) : setup_(std::move(setup)) {
   spec.fault_tolerance.checkpoint_every = setup_.checkpoint_every;
   spec.fault_tolerance.node_loss_grace = setup_.node_loss_grace;
   spec.seed = setup_.real ? setup_.real->seed : setup_.model.seed;
+  // Of the spec a real plan carries as its manifest wrote it, what a resume
+  // compares with its checkpoint's: the folder a stream reads.
+  if (setup_.stream && setup_.stream->directory) {
+    plan_.spec_json = nlohmann::json{{"data", {{"stream", {{"directory", *setup_.stream->directory}}}}}}.dump();
+  }
   for (int w = 0; w < setup_.workers; ++w) {
     plan_.workers.push_back({w, "sim-" + std::to_string(w), setup_.slowdowns[w], std::nullopt, {}});
     gates_.push_back(std::make_unique<LinkGate>(clock_));
