@@ -359,6 +359,7 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
       break;
     }
     if (!read_before->cut_short.empty()) scan.cut_short.push_back(read_before->cut_short);
+    if (n > whole) scan.oversized.emplace_back(name, n);
     seen_.insert(name);
     next = pending_.erase(next);
     if (StreamNameBefore(name, furthest_read_)) {

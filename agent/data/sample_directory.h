@@ -88,6 +88,10 @@ class SampleDirectory {
     // Files read after one named after them (the file, and the one it came
     // after): read, but a resumed run, which goes by name, reads that one again.
     std::vector<std::pair<std::string, std::string>> out_of_order;
+    // Files of more samples than the whole buffer (the file, its samples),
+    // read alone: what the buffer cannot hold of them is dropped as they
+    // arrive, which a file that came mid-run had done unsaid (a user's trial).
+    std::vector<std::pair<std::string, int64_t>> oversized;
     // The file left for a later look as still being written (changed in the
     // last moments, or its last line unfinished), with those after it;
     // empty: none. `edgetrain partition` says so: it had shown a worker's

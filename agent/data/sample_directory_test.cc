@@ -178,7 +178,11 @@ TEST_F(SampleDirectoryTest, FilesAreReadOnlyAsTheBufferHasRoom) {
   // A file larger than the whole buffer is taken alone once the buffer is empty.
   Put("d.csv", "0,1,1\n1,2,2\n2,3,3\n");
   EXPECT_EQ(source.Look(1, 2).samples, 0);
-  EXPECT_EQ(source.Look(2, 2).samples, 3);
+  scan = source.Look(2, 2);
+  EXPECT_EQ(scan.samples, 3);
+  // Named, with its rows, for the worker to say what its buffer drops of it.
+  EXPECT_EQ(scan.oversized, (std::vector<std::pair<std::string, int64_t>>{{"d.csv", 3}}));
+  EXPECT_TRUE(source.Look(10, 10).oversized.empty());
 }
 
 TEST_F(SampleDirectoryTest, AFileBeingWrittenUnderADotNameWaitsAndABadOneIsRefusedOnce) {

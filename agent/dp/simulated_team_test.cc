@@ -1409,6 +1409,28 @@ TEST(SimulatedTeamTest, AStreamFromADirectoryTrainsOnTheFilesEachWorkersFolderRe
   EXPECT_GT(*p.accuracy, 0.5);
 }
 
+// A file of more rows than the worker's buffer holds loses its first rows
+// as it arrives: the worker says which file, and how many (744 rows of a
+// file that came mid-run were dropped, unsaid: a new user's trial).
+TEST(SimulatedTeamTest, AFileLargerThanTheBufferIsNamedWithWhatItLoses) {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::path(::testing::TempDir()) / "sim-stream-oversized";
+  fs::remove_all(folder);
+  PutStreamFile(folder, "worker-0/big.csv", 150);
+  PutStreamFile(folder, "worker-1/a.csv", 100);
+  TeamSetup setup = ATeamOnFolders(folder, 100);
+  setup.budget.wall_clock = seconds(3);
+  SimulatedTeam team(setup);
+  team.Run();
+  const JobProgress& p = *team.result();
+  ASSERT_TRUE(p.workers[0].stream.has_value());
+  EXPECT_EQ(p.workers[0].stream->dropped, 50);
+  EXPECT_NE(team.log().find("worker 0: its stream's file big.csv holds 150 rows, more than its buffer of 100: its "
+                            "first 50 are dropped as it arrives"),
+            std::string::npos)
+      << team.log();
+}
+
 // A job resumed on another folder (spec.data.stream.directory changed)
 // reads that folder's files whatever their names: the files read through are
 // names of the folder the checkpoint's run read, and a resumed run skipped

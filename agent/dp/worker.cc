@@ -574,6 +574,12 @@ class WorkerRun {
       log_ << "worker " << options_.rank << ": a line of its stream was left out, the rows before it read: " << cut
            << "\n";
     }
+    for (const auto& [file, rows] : scan.oversized) {
+      log_ << "worker " << options_.rank << ": its stream's file " << file << " holds " << rows
+           << " rows, more than its buffer of " << samples_->capacity() << ": its first "
+           << rows - samples_->capacity() << " are dropped as it arrives (spec.data.stream.bufferCapacity, or smaller "
+           << "files)\n";
+    }
     samples_->Arrive(scan.first, scan.samples);
   }
 
