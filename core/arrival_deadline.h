@@ -6,8 +6,8 @@
 // link that dies is noticed in a few of that worker's own iteration times — no
 // fixed timeout to tune per cluster.
 
-#include "core/time.h"
 #include "core/smoothed_spread.h"
+#include "core/time.h"
 
 namespace edgetrain {
 

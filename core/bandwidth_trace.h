@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/time.h"
 #include "core/status.h"
+#include "core/time.h"
 
 namespace edgetrain {
 

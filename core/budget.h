@@ -7,9 +7,9 @@
 #include <optional>
 #include <string_view>
 
-#include "core/time.h"
 #include "core/job_progress.h"
 #include "core/job_spec.h"
+#include "core/time.h"
 
 namespace edgetrain {
 

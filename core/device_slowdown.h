@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/time.h"
 #include "core/duration_text.h"
+#include "core/time.h"
 
 namespace edgetrain {
 

@@ -16,12 +16,12 @@
 #include <optional>
 #include <vector>
 
-#include "core/time.h"
 #include "core/replica_record.h"
 #include "core/row_aggregator.h"
 #include "core/row_codec.h"
 #include "core/row_layout.h"
 #include "core/staleness_ledger.h"
+#include "core/time.h"
 
 namespace edgetrain {
 

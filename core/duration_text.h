@@ -5,8 +5,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/time.h"
 #include "core/status.h"
+#include "core/time.h"
 
 namespace edgetrain {
 

@@ -10,8 +10,8 @@
 
 #include <mutex>
 
-#include "core/time.h"
 #include "core/cluster_profile.h"
+#include "core/time.h"
 
 namespace edgetrain {
 

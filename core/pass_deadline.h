@@ -13,8 +13,8 @@
 
 #include <algorithm>
 
-#include "core/time.h"
 #include "core/smoothed_spread.h"
+#include "core/time.h"
 
 namespace edgetrain {
 

@@ -12,8 +12,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "core/time.h"
 #include "core/duration_text.h"
+#include "core/time.h"
 
 namespace edgetrain {
 

@@ -9,8 +9,8 @@
 #include <optional>
 #include <vector>
 
-#include "core/time.h"
 #include "core/job_progress.h"
+#include "core/time.h"
 
 namespace edgetrain {
 

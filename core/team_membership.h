@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "core/arrival_deadline.h"
-#include "core/time.h"
 #include "core/staleness_ledger.h"
+#include "core/time.h"
 
 namespace edgetrain {
 

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <optional>
 
-#include "core/time.h"
 #include "core/job_spec.h"
+#include "core/time.h"
 
 namespace edgetrain {
 
