@@ -379,8 +379,10 @@ def draw(snapshots, evaluations, out, title, names):
     ax.set_ylabel("share of the time waiting")
     # Of each window, not of the run so far: its end read as contradicting the
     # summary's 88% (a user's trial).
+    # On two lines with streams: on one it ran past its panel, cut at
+    # "for its stream's sam" (a new user's trial).
     ax.set_title("stall: each window's share waiting on the team" +
-                 (" (dashed: for its stream's samples)" if waits else ""))
+                 ("\n(dashed: waiting for its stream's samples)" if waits else ""))
     if stalls:
         ax.legend(fontsize=7)
     else:
