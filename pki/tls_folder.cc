@@ -90,6 +90,18 @@ std::string WhoElseMayTouch(const std::string& dir) {
   for (const std::string* path : {&at.ca_path, &at.cert_path, &at.key_path}) {
     struct stat st {};
     if (::stat(path->c_str(), &st) != 0) continue;  // missing: ReadTlsFolder says so
+    // A link (a mounted Secret's files are links into its own folder) is
+    // judged where it leads too: a key linked from a folder every user may
+    // write, which passed, could be swapped there (a security review).
+    std::error_code ec;
+    if (std::filesystem::is_symlink(*path, ec)) {
+      const std::filesystem::path target = std::filesystem::canonical(*path, ec);
+      if (!ec) {
+        if (std::string why = WhoElseMayReplace(target.parent_path().string()); !why.empty()) {
+          return *path + " is a link to " + target.string() + ", and " + why;
+        }
+      }
+    }
     if (st.st_uid != me && st.st_uid != 0) {
       return *path + " belongs to another user (uid " + std::to_string(st.st_uid) + ")";
     }

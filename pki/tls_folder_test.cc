@@ -79,6 +79,18 @@ TEST(TlsFolderTest, CredentialsAnotherUserCouldSwapOrReadAreSaidSo) {
   ::chmod(dir.c_str(), 0777);
   EXPECT_EQ(WhoElseMayTouch(dir.string()), dir.string() + " may be written by every user of this machine");
   ::chmod(dir.c_str(), 0700);
+  // A file that is a link is judged where it leads too: a key in a folder
+  // every user may write could be swapped there (a security review).
+  const auto open_to_all = dir.parent_path() / "open";
+  std::filesystem::create_directories(open_to_all);
+  ::chmod(open_to_all.c_str(), 0777);
+  std::filesystem::rename(dir / "tls.key", open_to_all / "tls.key");
+  std::filesystem::create_symlink(open_to_all / "tls.key", dir / "tls.key");
+  EXPECT_EQ(WhoElseMayTouch(dir.string()), (dir / "tls.key").string() + " is a link to " +
+                                               (open_to_all / "tls.key").string() + ", and " + open_to_all.string() +
+                                               " may be written by every user of this machine");
+  ::chmod(open_to_all.c_str(), 0700);
+  EXPECT_EQ(WhoElseMayTouch(dir.string()), "") << "a link into a folder of its own owner's";
 }
 
 // A link to a folder not made yet is said so, not "File exists" (a new
