@@ -54,15 +54,19 @@ StatusOr<std::string> ReadGzipFile(const std::string& path, uint64_t most_bytes)
 }
 
 uint64_t DataFileLimit() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page_size = ::sysconf(_SC_PAGESIZE);
-  uint64_t memory = pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)
-                                               : uint64_t{1} << 32;
-  // A pod's limit is its cgroup's; "max" (none) reads as no number.
-  std::ifstream cgroup("/sys/fs/cgroup/memory.max");
-  uint64_t limit = 0;
-  if (cgroup >> limit && limit > 0) memory = std::min(memory, limit);
-  return memory / 4;
+  // Read once: a process's memory and its cgroup's limit do not change while it loads its data.
+  static const uint64_t kLimit = [] {
+    const long pages = ::sysconf(_SC_PHYS_PAGES);
+    const long page_size = ::sysconf(_SC_PAGESIZE);
+    uint64_t memory = pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)
+                                                 : uint64_t{1} << 32;
+    // A pod's limit is its cgroup's; "max" (none) reads as no number.
+    std::ifstream cgroup("/sys/fs/cgroup/memory.max");
+    uint64_t limit = 0;
+    if (cgroup >> limit && limit > 0) memory = std::min(memory, limit);
+    return memory / 4;
+  }();
+  return kLimit;
 }
 
 StatusOr<std::string> ReadDataFile(const std::string& path, uint64_t most_bytes) {
