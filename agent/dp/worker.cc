@@ -718,6 +718,7 @@ class WorkerRun {
 
   // With mu_ held: the push for everything computed up to iteration_.
   v1::WorkerMessage ComposePush() {
+    composed_ = last_sent_;
     const int64_t t = iteration_;
     const double uplink = UplinkMbps();
     // What the uplink carries during one step's computation: a push is through
@@ -765,7 +766,7 @@ class WorkerRun {
     if (injected_) {
       stats->set_injection_wanted(static_cast<int32_t>(injected_->Wanted()));
       stats->set_injected_samples(injected_->used() - stream_.reported.injected);
-      last_sent_.injected = injected_->used();
+      composed_.injected = injected_->used();
     }
     if (samples_) {
       // Counted since the stream opened, as its time is; the arrivals from
@@ -773,7 +774,7 @@ class WorkerRun {
       // that samples still in its buffer then are counted on the new stream
       // (the coordinator carried the earlier stream's for good alone).
       v1::StreamStats now = StreamNowLocked();
-      last_sent_.counts = now;
+      composed_.counts = now;
       const v1::StreamStats& then = stream_.reported.counts;
       now.set_arrived(now.arrived() - then.arrived_for_good());
       now.set_arrived_for_good(now.arrived_for_good() - then.arrived_for_good());
@@ -829,15 +830,21 @@ class WorkerRun {
       const TimePoint began = clock_.Now();
       energy_.BeginSend(began);
       bool sent = true;
+      size_t parts_sent = 0;
       for (const auto& part : parts) {
         bytes += static_cast<int64_t>(part.ByteSizeLong());
         rows += part.push().rows_size();
         if (!(sent = stream.Send(part).ok())) break;
+        ++parts_sent;
       }
       const TimePoint end = clock_.Now();
       energy_.EndSend(end);
       metrics_.AddSent(bytes, rows);
       std::lock_guard lock(mu_);
+      // The report goes in the first part: sent, it is what the next stream
+      // counts from; not sent, its counts stay the next stream's to report
+      // (taken as sent when composed, they were on neither: found in review).
+      if (parts_sent > 0) last_sent_ = composed_;
       if (!sent) {
         broken_ = true;
         changed_.NotifyAll();
@@ -925,6 +932,7 @@ class WorkerRun {
     Reported reported = {};  // what this stream's reports count from
   } stream_;  // the totals when the current stream opened
   Reported last_sent_;  // in the last report sent
+  Reported composed_;   // in the push being sent (ComposePush), last_sent_ once its first part is
   double pace_s_ = 0;  // EWMA of a step's compute time
   StepTimeModel step_time_;  // a step's fixed and per-sample cost: what compute-weighted batches deal by
   // This worker's batch: the job's, or what compute weighting gave it.
