@@ -239,7 +239,7 @@ void Reconciler::SayIfSpecNotApplied(Pass& pass, bool suspending) {
   // Of the status the pass goes on from: a status carried over a failed
   // write (unstored_) observed its own generation, where the stored one may
   // say 0 and let an edit since go unsaid (found in review).
-  const int64_t observed = pass.status.value("observedGeneration", int64_t{0});
+  const int64_t observed = pass.ObservedGeneration();
   const bool placed = current == phase::kPlacing || current == phase::kRunning || current == phase::kRecovering;
   const bool ended = current == phase::kSucceeded || current == phase::kFailed;
   if (!(placed && !suspending) && !ended) return;
@@ -300,7 +300,7 @@ std::string Reconciler::SayPodNotMade(Pass& pass, const Status& made) {
 
 void Reconciler::FailInvalid(Pass& pass, const std::string& why, const std::string& invalid) {
   const bool news = !ConditionIs(pass.status, condition::kInvalid, true) ||
-                    pass.stored_status.value("observedGeneration", int64_t{0}) != pass.generation;
+                    pass.ObservedGeneration() != pass.generation;
   pass.Set(condition::kInvalid, true, why.c_str(), invalid);
   pass.Set(condition::kFailed, true, why.c_str(), invalid);
   pass.status["phase"] = phase::kFailed;
@@ -342,7 +342,7 @@ Status Reconciler::Validate(Pass& pass) {
   // they went unsaid. The status's observedGeneration keeps that across an
   // operator's restart; noted_ across the retries of a reconcile that fails
   // before it writes the status.
-  bool say_notes = pass.stored_status.value("observedGeneration", int64_t{0}) != pass.generation;
+  bool say_notes = pass.ObservedGeneration() != pass.generation;
   if (say_notes && !support.notes.empty()) {
     std::lock_guard lock(said_mu_);
     auto [it, first] = noted_.try_emplace(pass.key, pass.generation);

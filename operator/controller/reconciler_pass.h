@@ -46,6 +46,11 @@ struct Reconciler::Pass {
   bool wrote_plan = false;
 
   std::string Phase() const { return status.value("phase", ""); }
+  // The generation the status this pass goes on from observed: the stored
+  // one's, or, carried over a failed write (Reconciler::unstored_), its own;
+  // until the pass sets it at its end. What is said once a generation is
+  // judged by it.
+  int64_t ObservedGeneration() const { return status.value("observedGeneration", int64_t{0}); }
   void Requeue(Duration d) {
     if (!outcome.requeue_after || d < *outcome.requeue_after) outcome.requeue_after = d;
   }
