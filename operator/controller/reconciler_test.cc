@@ -1748,11 +1748,8 @@ TEST_F(ReconcilerTest, AWorkerWhoseNodeWasDeletedIsReplacedElsewhereOnce) {
 
 TEST_F(ReconcilerTest, AReplacementHoldsItsNodeBeforeThePodInformerHasIt) {
   const std::string key = ARunningTeamOnThreeNodes({{"faultTolerance", {{"maxRecoveries", 1}}}});
-  nodes_.Put(ANode("robot-1").Scoring(0.5).WithLink(30).NotReady());  // pre-empted
   nodes_.Put(ANode("robot-2").Scoring(0.5).WithLink(20).WithAllocatable("1", "8Gi"));  // room for one agent
-  SyncPods([](Json& pod) {
-    if (pod["metadata"]["name"] == "team-worker-1") pod["status"] = {{"phase", "Failed"}, {"reason", "Evicted"}};
-  });
+  WorkerOneEvicted();  // robot-1 pre-empted
   EXPECT_EQ(Reconcile(key).replan, api::reason::kWorkerLost);
   EXPECT_EQ(PodNodes(), (std::vector<std::string>{"team-coordinator@gateway", "team-worker-0@gateway",
                                                   "team-worker-1-g2@robot-2"}));
