@@ -54,16 +54,16 @@ std::string g_termination_log;  // set once the flags are read
       what = "an exception of an unknown type";
     }
   }
-  // The result line read back as main reads it at the end (ResultCapture).
+  // The result line read back as main reads it at the end (ResultCapture);
+  // flushing the capture flushes std::cout under it.
   edgetrain::agent::ResultCapture capture(std::cout);
   edgetrain::agent::ReportFailure(edgetrain::InternalError("internal error: " + what), capture.stream(), std::cerr);
-  capture.stream().flush();
-  std::cout << std::flush;
-  std::cerr << std::flush;
-  if (!g_termination_log.empty() && !capture.result().empty()) {
-    edgetrain::agent::WriteTerminationLog(g_termination_log, edgetrain::agent::FitTerminationMessage(capture.result()),
-                                          std::cerr);
+  if (g_termination_log.empty()) {
+    capture.stream().flush();
+  } else {
+    capture.WriteTerminationLogTo(g_termination_log, std::cerr);
   }
+  std::cerr << std::flush;
   std::_Exit(edgetrain::kExitFailed);
 }
 
@@ -125,7 +125,6 @@ int main(int argc, char** argv) {
   if (flags->termination_log.empty()) return ForSignal(RunAgent(*flags, std::cout, std::cerr, g_cancel));
   ResultCapture capture(std::cout);
   const int code = ForSignal(RunAgent(*flags, capture.stream(), std::cerr, g_cancel));
-  capture.stream().flush();
-  if (!capture.result().empty()) WriteTerminationLog(flags->termination_log, FitTerminationMessage(capture.result()), std::cerr);
+  capture.WriteTerminationLogTo(flags->termination_log, std::cerr);
   return code;
 }

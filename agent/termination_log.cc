@@ -138,4 +138,9 @@ bool WriteTerminationLog(const std::string& path, const std::string& message, st
   return written;
 }
 
+void ResultCapture::WriteTerminationLogTo(const std::string& path, std::ostream& log) {
+  stream().flush();
+  if (!result().empty()) WriteTerminationLog(path, FitTerminationMessage(result()), log);
+}
+
 }  // namespace edgetrain::agent

@@ -23,6 +23,11 @@ class ResultCapture {
   std::ostream& stream();
   // The last result's JSON; empty if none was written.
   std::string result() const;
+  // Flushes what was written, then writes the last result, fitted
+  // (FitTerminationMessage), to the termination log at `path`; nothing
+  // when none was written. What main does at its end, and its terminate
+  // handler at the agent's.
+  void WriteTerminationLogTo(const std::string& path, std::ostream& log);
 
  private:
   class Buffer;

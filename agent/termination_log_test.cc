@@ -86,6 +86,25 @@ TEST(TerminationLogTest, AResultTooLongWithoutItsWorkersIsShortenedNeverCut) {
   EXPECT_LE(FitTerminationMessage(big.dump()).size(), kTerminationMessageLimit);
 }
 
+// A capture writes its last result to the termination log, as main and the
+// terminate handler both do at the agent's end; none written, no file.
+TEST(TerminationLogTest, ACaptureWritesItsLastResult) {
+  const auto path = std::filesystem::temp_directory_path() / ("capture-" + std::to_string(::getpid()));
+  std::filesystem::remove(path);
+  std::ostringstream out, log;
+  ResultCapture nothing(out);
+  nothing.WriteTerminationLogTo(path.string(), log);
+  EXPECT_FALSE(std::filesystem::exists(path));
+  ResultCapture capture(out);
+  capture.stream() << "a line\nresult {\"state\": \"failed\"}\n";
+  capture.WriteTerminationLogTo(path.string(), log);
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, "{\"state\": \"failed\"}");
+  EXPECT_EQ(out.str(), "a line\nresult {\"state\": \"failed\"}\n") << "passed through, flushed";
+  std::filesystem::remove(path);
+}
+
 TEST(TerminationLogTest, WritesTheMessageAndSaysWhenItCannot) {
   const auto path = std::filesystem::temp_directory_path() / ("termination-" + std::to_string(::getpid()));
   std::ostringstream log;
