@@ -41,9 +41,11 @@ bool ChangedWithinSettle(const timespec& changed) {
   return age < kSettle && age > -kSettle;
 }
 
-bool WrittenWithinSettle(const fs::path& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && ChangedWithinSettle(st.st_mtim);
+// The same of a time as nanoseconds since the epoch (FileIdentity's): the
+// files a look reads were stat'ed as it began, and are not asked for again.
+bool ChangedWithinSettle(int64_t modified_ns) {
+  return ChangedWithinSettle(timespec{static_cast<time_t>(modified_ns / 1'000'000'000),
+                                      static_cast<long>(modified_ns % 1'000'000'000)});
 }
 
 // Whether `bytes` start as gzip does (ReadDataFile unpacks such a file).
@@ -66,13 +68,18 @@ bool IsGzipFile(const fs::path& path) {
 // or not: one whose last byte happened to be a newline was read unfinished
 // and refused for good (found in review); one that does not unpack whole
 // waits instead (Look).
-bool StillBeingWritten(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in || in.tellg() <= 0 || IsGzipFile(path)) return false;
+bool StillBeingWritten(const fs::path& path, int64_t modified_ns) {
+  std::ifstream in(path, std::ios::binary);
+  // One open for its first bytes and its last.
+  char first[2] = {0, 0};
+  in.read(first, 2);
+  const auto read = static_cast<size_t>(in.gcount());
+  if (read == 0 || StartsAsGzip(std::string_view(first, read))) return false;  // empty, not there, or gzip
+  in.clear();
   in.seekg(-1, std::ios::end);
   char last = '\n';
   in.get(last);
-  return last != '\n' && WrittenWithinSettle(path);
+  return last != '\n' && ChangedWithinSettle(modified_ns);
 }
 
 // A line with words in it, not a row of numbers: a header.
@@ -87,10 +94,10 @@ bool HasWords(std::string_view line) {
 // alone. Written to within kSettle, it waits to settle before it is refused:
 // an empty file refused at once was never looked at again, its rows, written
 // a second later, never read (a user's trial). A bad row is refused at once.
-bool MayHaveRowsComing(const fs::path& path, const std::string& text) {
+bool MayHaveRowsComing(const std::string& text, int64_t modified_ns) {
   const size_t first_end = text.find('\n');
   if (first_end != std::string::npos && first_end + 1 != text.size()) return false;  // rows past the first line
-  return (text.empty() || HasWords(text)) && WrittenWithinSettle(path);
+  return (text.empty() || HasWords(text)) && ChangedWithinSettle(modified_ns);
 }
 
 
@@ -300,7 +307,7 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
     if (!read_before) {
       // It and those after it wait for a later look: files are taken in name
       // order, which a resumed run's skipping by name relies on.
-      if (StillBeingWritten(path)) {
+      if (StillBeingWritten(path, before->modified_ns)) {
         scan.still_written = path;
         break;
       }
@@ -333,8 +340,8 @@ SampleDirectory::Scan SampleDirectory::Look(int64_t room, int64_t whole) {
         // It and those after it wait for a later look, as above; so does a
         // gzip file written to just now that does not unpack whole, which
         // no unfinished line shows (its last byte may be anything).
-        if ((text.ok() && MayHaveRowsComing(path, *text)) ||
-            (!text.ok() && IsGzipFile(path) && WrittenWithinSettle(path))) {
+        if ((text.ok() && MayHaveRowsComing(*text, before->modified_ns)) ||
+            (!text.ok() && IsGzipFile(path) && ChangedWithinSettle(before->modified_ns))) {
           scan.still_written = path;
           break;
         }
