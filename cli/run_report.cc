@@ -646,6 +646,37 @@ void PrintTableNotes(const JobProgress& p, const LocalRunPlan& plan, const std::
   }
 }
 
+// Each worker's row, and what the rows cannot show by themselves
+// (PrintTableNotes). Stopped before the team's first step (a Ctrl-C while its
+// workers gathered), one line instead: a table of zeros, and a note that no
+// link was timed, said nothing (a new user's trial).
+void PrintWorkerTable(const JobProgress& p, const LocalRunPlan& plan, const std::vector<std::string>& names,
+                      std::ostream& out) {
+  const bool stepped = p.samples > 0 || std::any_of(p.workers.begin(), p.workers.end(), [](const WorkerProgress& w) {
+                         return w.samples > 0 || w.rows_sent > 0 || w.bytes_sent > 0;
+                       });
+  if (!stepped) {
+    out << "  no step trained: nothing to show of each worker\n";
+    return;
+  }
+  // Batches that vary are counted by what they held: samples.
+  const bool variable = VariableBatches(plan.job.spec);
+  out << "  worker  node           " << (variable ? " samples" : " batches")
+      << "   rows sent    MB sent   MB recv  up/down Mbit/s   stall   energy J\n";
+  for (const auto& w : p.workers) {
+    const WorkerSlot* device = static_cast<size_t>(w.rank) < plan.devices.size() ? &plan.devices[w.rank] : nullptr;
+    const int64_t batches = variable ? w.samples : w.batch_size > 0 ? w.samples / w.batch_size : 0;
+    char line[200];
+    std::snprintf(line, sizeof line, "  %6d  %-14s %8s %11s %10.1f %9.1f %15s %6.0f%% %10s\n", w.rank,
+                  WorkerName(w.rank, names).c_str(), WithThousands(batches).c_str(),
+                  WithThousands(w.rows_sent).c_str(), static_cast<double>(w.bytes_sent) / 1e6,
+                  static_cast<double>(w.bytes_received) / 1e6, LinkColumn(w, device).c_str(), 100 * w.stall_fraction,
+                  JoulesText(w.energy_joules).c_str());
+    out << line;
+  }
+  PrintTableNotes(p, plan, names, out);
+}
+
 }  // namespace
 
 void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan, const JobProgress& p, double wall_s,
@@ -813,33 +844,7 @@ void PrintSummary(const api::TrainingJobManifest& job, const LocalRunPlan& plan,
           << " refused by the coordinator, none of it applied; the last " << w.last_refusal
           << (w.quarantined.empty() ? "" : "; quarantined, the team went on without it") << "\n";
     }
-    // Stopped before the team's first step (a Ctrl-C while its workers
-    // gathered): a table of zeros, and a note that no link was timed, said
-    // nothing (a new user's trial).
-    const bool stepped = p.samples > 0 || std::any_of(p.workers.begin(), p.workers.end(), [](const WorkerProgress& w) {
-                           return w.samples > 0 || w.rows_sent > 0 || w.bytes_sent > 0;
-                         });
-    if (!stepped) {
-      out << "  no step trained: nothing to show of each worker\n";
-    } else {
-      // Batches that vary are counted by what they held: samples.
-      const bool variable = VariableBatches(plan.job.spec);
-      out << "  worker  node           " << (variable ? " samples" : " batches")
-          << "   rows sent    MB sent   MB recv  up/down Mbit/s   stall   energy J\n";
-      for (const auto& w : p.workers) {
-        const WorkerSlot* device =
-            static_cast<size_t>(w.rank) < plan.devices.size() ? &plan.devices[w.rank] : nullptr;
-        const int64_t batches = variable ? w.samples : w.batch_size > 0 ? w.samples / w.batch_size : 0;
-        char line[200];
-        std::snprintf(line, sizeof line, "  %6d  %-14s %8s %11s %10.1f %9.1f %15s %6.0f%% %10s\n", w.rank,
-                      WorkerName(w.rank, names).c_str(), WithThousands(batches).c_str(),
-                      WithThousands(w.rows_sent).c_str(), static_cast<double>(w.bytes_sent) / 1e6,
-                      static_cast<double>(w.bytes_received) / 1e6, LinkColumn(w, device).c_str(),
-                      100 * w.stall_fraction, JoulesText(w.energy_joules).c_str());
-        out << line;
-      }
-      PrintTableNotes(p, plan, names, out);
-    }
+    PrintWorkerTable(p, plan, names, out);
     PrintStreams(p, out);
     PrintDealtBatches(plan.job.spec, p, names, out);
     PrintCompression(p, out);
